@@ -1,0 +1,7 @@
+"""Generate, validate and publish Slurm topology for Slinky clusters."""
+
+from __future__ import annotations
+
+__all__ = ["__version__"]
+
+__version__ = "0.1.0"
