@@ -1,0 +1,145 @@
+{{- /*
+SPDX-License-Identifier: Apache-2.0
+RBAC helpers. Rules live in files/rbac/<component>-rules.yaml (one place, checked by tests).
+*/}}
+
+{{- /*
+Whether a component's RBAC is rendered: rbac.create and the component deployed.
+Usage: {{ if include "slurm-operator.rbac.enabled" (dict "context" . "component" "webhook") }}
+*/}}
+{{- define "slurm-operator.rbac.enabled" -}}
+{{- if and .context.Values.rbac.create (or (eq .component "operator") .context.Values.webhook.enabled) }}true{{- end }}
+{{- end }}
+
+{{- /*
+Cluster-wide rules of a component: clusterRules, authDelegatorRules when its metrics are served
+securely, and namespacedRules when all namespaces are watched.
+Usage: {{ include "slurm-operator.rbac.clusterRules" (dict "context" . "component" "operator") | fromYamlArray }}
+*/}}
+{{- define "slurm-operator.rbac.clusterRules" -}}
+{{- $file := include "slurm-operator.rbacRules" . | fromYaml }}
+{{- $values := index .context.Values .component }}
+{{- $rules := $file.clusterRules | default list }}
+{{- if and $values.metrics.enabled $values.metrics.secure }}
+{{- $rules = concat $rules ($file.authDelegatorRules | default list) }}
+{{- end }}
+{{- if not .context.Values.watchNamespaces }}
+{{- $rules = concat $rules ($file.namespacedRules | default list) }}
+{{- end }}
+{{- toYaml $rules }}
+{{- end }}
+
+{{- /*
+ClusterRole of a component.
+Usage: {{ include "slurm-operator.rbac.clusterRole" (dict "context" . "component" "operator") }}
+*/}}
+{{- define "slurm-operator.rbac.clusterRole" -}}
+{{- if include "slurm-operator.rbac.enabled" . }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+  labels:
+    {{- include "slurm-operator.labels" . | nindent 4 }}
+rules:
+  {{- include "slurm-operator.rbac.clusterRules" . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+ClusterRoleBinding of a component.
+Usage: {{ include "slurm-operator.rbac.clusterRoleBinding" (dict "context" . "component" "operator") }}
+*/}}
+{{- define "slurm-operator.rbac.clusterRoleBinding" -}}
+{{- if include "slurm-operator.rbac.enabled" . }}
+{{- $name := include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "slurm-operator.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "slurm-operator.serviceAccountName" . }}
+    namespace: {{ include "slurm-operator.namespace" .context }}
+{{- end }}
+{{- end }}
+
+{{- /*
+One Role per watched namespace with a component's namespacedRules (namespace-scoped mode only).
+Usage: {{ include "slurm-operator.rbac.roles" (dict "context" . "component" "operator") }}
+*/}}
+{{- define "slurm-operator.rbac.roles" -}}
+{{- if and (include "slurm-operator.rbac.enabled" .) .context.Values.watchNamespaces }}
+{{- $file := include "slurm-operator.rbacRules" . | fromYaml }}
+{{- $name := include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+{{- range $i, $ns := (.context.Values.watchNamespaces | uniq) }}
+{{- if $i }}
+---
+{{- end }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "slurm-operator.labels" $ | nindent 4 }}
+rules:
+  {{- toYaml $file.namespacedRules | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+One RoleBinding per watched namespace binding the component's Role to its ServiceAccount.
+Usage: {{ include "slurm-operator.rbac.roleBindings" (dict "context" . "component" "operator") }}
+*/}}
+{{- define "slurm-operator.rbac.roleBindings" -}}
+{{- if and (include "slurm-operator.rbac.enabled" .) .context.Values.watchNamespaces }}
+{{- $name := include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+{{- $sa := include "slurm-operator.serviceAccountName" . }}
+{{- $saNamespace := include "slurm-operator.namespace" .context }}
+{{- range $i, $ns := (.context.Values.watchNamespaces | uniq) }}
+{{- if $i }}
+---
+{{- end }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "slurm-operator.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $saNamespace }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Components that use leader election (and so need the leader-election Role), as a YAML list.
+Usage: {{ include "slurm-operator.rbac.leaderElectionComponents" . | fromYamlArray }}
+*/}}
+{{- define "slurm-operator.rbac.leaderElectionComponents" -}}
+{{- $components := list }}
+{{- if .Values.rbac.create }}
+{{- if .Values.operator.leaderElection.enabled }}
+{{- $components = append $components "operator" }}
+{{- end }}
+{{- if and .Values.webhook.enabled .Values.webhook.leaderElection.enabled }}
+{{- $components = append $components "webhook" }}
+{{- end }}
+{{- end }}
+{{- toYaml $components }}
+{{- end }}
