@@ -1,0 +1,690 @@
+"""A real Kubernetes control plane with fake nodes, for the cluster test tier.
+
+``ensure_binaries()`` builds (once per machine) or reuses kube-apiserver,
+kube-controller-manager, kube-scheduler, kubectl, etcd, kwok and kwokctl from this
+repository's ``tools/`` Go module into a cache outside the clone::
+
+    $SLINKY_SUITE_CACHE/controlplane/<k8s>-etcd<ver>-kwok<ver>/bin/
+
+(``SLINKY_SUITE_CACHE`` defaults to ``~/.cache/slinky-suite``).
+
+``Cluster.start(workdir, fleet=...)`` runs them as local processes through
+``kwokctl create cluster --runtime binary``: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and the kwok controller, which plays kubelet for fake nodes according to the
+Stage rules in ``kwok_stages.yaml``. Nothing runs in a container and nothing is downloaded::
+
+    with Cluster.start(tmp_path, fleet="tests/data/fleets/small-gpu.yaml") as cluster:
+        cluster.kubectl("get", "nodes")
+
+Usage::
+
+    python -m slinky_harness.controlplane build                 # build or reuse, print the bin dir
+    python -m slinky_harness.controlplane up --fleet F.yaml     # start a cluster until Ctrl-C
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness.fleet import Fleet, load_fleet
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOOLS_MODULE = REPO_ROOT / "tools"
+STAGES_FILE = Path(__file__).with_name("kwok_stages.yaml")
+
+K8S_VERSION = "v1.36.3"
+ETCD_VERSION = "v3.6.16"
+KWOK_VERSION = "v0.8.0"
+K8S_BUILD_DATE = "2026-07-22T18:07:38Z"
+"""Publication time of k8s.io/kubernetes v1.36.3 on the module proxy; used as buildDate so
+that builds are reproducible."""
+BUILD_KEY = f"{K8S_VERSION}-etcd{ETCD_VERSION[1:]}-kwok{KWOK_VERSION[1:]}"
+
+PACKAGES: dict[str, str] = {
+    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+    "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+    "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    "etcd": "go.etcd.io/etcd/server/v3",
+    "kwok": "sigs.k8s.io/kwok/cmd/kwok",
+    "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl",
+}
+"""Binary name -> Go package, all built in one ``go build`` inside ``tools/``."""
+
+_GO_OUTPUT_NAMES = {"etcd": "server"}
+"""``go build -o dir/`` names a ``.../server/v3`` main package ``server``."""
+
+_VERSION_CHECKS: dict[str, tuple[tuple[str, ...], str]] = {
+    "kube-apiserver": (("--version",), f"Kubernetes {K8S_VERSION}"),
+    "kube-controller-manager": (("--version",), f"Kubernetes {K8S_VERSION}"),
+    "kube-scheduler": (("--version",), f"Kubernetes {K8S_VERSION}"),
+    "kubectl": (("version", "--client"), f"Client Version: {K8S_VERSION}"),
+    "etcd": (("--version",), f"etcd Version: {ETCD_VERSION[1:]}"),
+    "kwokctl": (("--version",), KWOK_VERSION[1:]),
+}
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be built, started, used or stopped."""
+
+
+# --- binaries ----------------------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    """``$SLINKY_SUITE_CACHE``, else ``$XDG_CACHE_HOME/slinky-suite``, else ``~/.cache/...``."""
+    configured = os.environ.get("SLINKY_SUITE_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "slinky-suite"
+
+
+def binaries_dir() -> Path:
+    """Where ``ensure_binaries`` puts the binaries (it may not exist yet)."""
+    return cache_root() / "controlplane" / BUILD_KEY / "bin"
+
+
+def go_env() -> dict[str, str]:
+    """Environment for ``go``: the suite's module and build caches, static binaries."""
+    root = cache_root() / "go"
+    env = dict(os.environ)
+    env.update(
+        GOMODCACHE=str(root / "mod"),
+        GOCACHE=str(root / "build"),
+        GOFLAGS="-mod=mod",
+        CGO_ENABLED="0",
+        GOTOOLCHAIN="local",
+    )
+    return env
+
+
+def ldflags() -> str:
+    """Version stamps that ``hack/lib/version.sh`` would set, plus stripped symbols."""
+    minor = K8S_VERSION.split(".")[1]
+    values = {
+        "gitVersion": K8S_VERSION,
+        "gitMajor": K8S_VERSION[1:].split(".", maxsplit=1)[0],
+        "gitMinor": minor,
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": K8S_BUILD_DATE,
+    }
+    stamps = [
+        f"-X {pkg}.{var}={val}"
+        for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for var, val in values.items()
+    ]
+    return " ".join(["-s", "-w", *stamps])
+
+
+def _module_digest() -> str:
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum"):
+        path = TOOLS_MODULE / name
+        if not path.is_file():
+            raise ControlPlaneError(f"{path} is missing; the control plane is built from it")
+        digest.update(path.read_bytes())
+    digest.update(ldflags().encode())
+    return digest.hexdigest()
+
+
+def _is_complete(bindir: Path, digest: str) -> bool:
+    stamp = bindir.parent / "build.json"
+    try:
+        recorded = json.loads(stamp.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    if recorded.get("digest") != digest:
+        return False
+    return all(os.access(bindir / name, os.X_OK) for name in PACKAGES)
+
+
+def _check_versions(bindir: Path) -> None:
+    for name, (args, expected) in _VERSION_CHECKS.items():
+        proc = subprocess.run(
+            [str(bindir / name), *args], capture_output=True, text=True, timeout=60, check=False
+        )
+        if expected not in proc.stdout + proc.stderr:
+            got = (proc.stdout + proc.stderr).strip().splitlines()[:1]
+            raise ControlPlaneError(f"{name} reports {got}, expected {expected!r}")
+
+
+def _build(target: Path, digest: str, log: Path) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise ControlPlaneError("no 'go' on PATH; Go 1.26 or newer builds the control plane")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{BUILD_KEY}-", dir=target.parent))
+    try:
+        out = staging / "bin"
+        out.mkdir()
+        cmd = [go, "build", "-trimpath", "-ldflags", ldflags(), "-o", f"{out}/", *PACKAGES.values()]
+        nice = shutil.which("nice")
+        if nice is not None:
+            cmd = [nice, "-n", os.environ.get("SLINKY_SUITE_BUILD_NICE", "19"), *cmd]
+        started = time.monotonic()
+        with log.open("w") as sink:
+            sink.write(f"$ (cd {TOOLS_MODULE} && {' '.join(cmd)})\n")
+            sink.flush()
+            proc = subprocess.run(
+                cmd,
+                cwd=TOOLS_MODULE,
+                env=go_env(),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        if proc.returncode != 0:
+            tail = log.read_text().strip().splitlines()[-5:]
+            raise ControlPlaneError("go build failed:\n  " + "\n  ".join(tail) + f"\nlog: {log}")
+        for name, go_name in _GO_OUTPUT_NAMES.items():
+            (out / go_name).rename(out / name)
+        _check_versions(out)
+        elapsed = time.monotonic() - started
+        record = {
+            "digest": digest,
+            "k8s": K8S_VERSION,
+            "etcd": ETCD_VERSION,
+            "kwok": KWOK_VERSION,
+            "packages": PACKAGES,
+            "ldflags": ldflags(),
+            "build_seconds": round(elapsed, 1),
+        }
+        (staging / "build.json").write_text(json.dumps(record, indent=2) + "\n")
+        if target.exists():
+            stale = target.with_name(f".{target.name}.stale-{os.getpid()}")
+            target.rename(stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def ensure_binaries() -> Path:
+    """Return the folder with the control-plane binaries, building them when needed.
+
+    A build goes to a temporary folder renamed into place only when every binary is built
+    and reports the pinned version, so a partial build is never reused. Concurrent callers
+    wait for each other on a lock file.
+    """
+    bindir = binaries_dir()
+    digest = _module_digest()
+    if _is_complete(bindir, digest):
+        print(f"controlplane: reusing {BUILD_KEY} binaries in {bindir}", file=sys.stderr)
+        return bindir
+    lock_path = bindir.parent.parent / f".{BUILD_KEY}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _is_complete(bindir, digest):
+            print(f"controlplane: reusing {BUILD_KEY} binaries in {bindir}", file=sys.stderr)
+            return bindir
+        log = bindir.parent.parent / f"{BUILD_KEY}.build.log"
+        print(
+            f"controlplane: building {', '.join(PACKAGES)} ({BUILD_KEY}) from {TOOLS_MODULE} "
+            f"into {bindir}; a cold build takes tens of minutes on 2 cores (log: {log})",
+            file=sys.stderr,
+        )
+        _build(bindir.parent, digest, log)
+    return bindir
+
+
+# --- cluster -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Host ports of one cluster's components (all on this machine)."""
+
+    kube_apiserver: int
+    etcd: int
+    etcd_peer: int
+    kube_controller_manager: int
+    kube_scheduler: int
+    kwok_controller: int
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something on this machine already listens on ``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def _free_ports(count: int, taken: set[int]) -> list[int]:
+    socks: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind(("0.0.0.0", 0))
+            port = int(sock.getsockname()[1])
+            if port not in taken:
+                ports.append(port)
+                taken.add(port)
+    finally:
+        for sock in socks:
+            sock.close()
+    return ports
+
+
+def choose_ports(kube_apiserver: int | None = None, **fixed: int) -> Ports:
+    """Free ports for every component; refuse ports that are already in use.
+
+    ``kube_apiserver`` and any other ``Ports`` field given by keyword are used as they are,
+    after checking that nothing listens on them.
+    """
+    wanted = dict(fixed)
+    if kube_apiserver is not None:
+        wanted["kube_apiserver"] = kube_apiserver
+    names = [f.name for f in fields(Ports)]
+    unknown = set(wanted) - set(names)
+    if unknown:
+        raise ControlPlaneError(f"unknown ports {sorted(unknown)}; known: {names}")
+    busy = [f"{name}={port}" for name, port in wanted.items() if port_in_use(port)]
+    if busy:
+        raise ControlPlaneError(
+            f"refusing to start a cluster: port(s) already in use: {', '.join(busy)} "
+            "(another cluster or program is listening there)"
+        )
+    missing = [name for name in names if name not in wanted]
+    for name, port in zip(missing, _free_ports(len(missing), set(wanted.values())), strict=True):
+        wanted[name] = port
+    return Ports(**wanted)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return f"(no {path.name})"
+    return "\n".join(f"    {line}" for line in text[-lines:])
+
+
+class Cluster:
+    """A running kwok cluster; build one with ``Cluster.start``."""
+
+    def __init__(
+        self, name: str, workdir: Path, bindir: Path, ports: Ports, fleet: Fleet | None
+    ) -> None:
+        self.name = name
+        self.workdir = workdir
+        self.bindir = bindir
+        self.ports = ports
+        self.fleet = fleet
+        self.kubeconfig = workdir / "kubeconfig.yaml"
+        """Kubeconfig of this cluster only (never ``~/.kube/config``)."""
+        self.kwok_workdir = workdir / "kwok"
+        self.start_seconds = 0.0
+        """Wall time from ``kwokctl create cluster`` to every fleet node Ready."""
+        self.timings: dict[str, float] = {}
+        """Seconds spent in each start step."""
+
+    @property
+    def cluster_dir(self) -> Path:
+        return self.kwok_workdir / "clusters" / self.name
+
+    @property
+    def logs_dir(self) -> Path:
+        """Component logs: ``kube-apiserver.log``, ``etcd.log``, ``kwok-controller.log``, ..."""
+        return self.cluster_dir / "logs"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports.kube_apiserver}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for tools run against this cluster (kwokctl, kubectl, helm)."""
+        env = dict(os.environ)
+        env.update(
+            KWOK_WORKDIR=str(self.kwok_workdir),
+            KUBECONFIG=str(self.kubeconfig),
+            PATH=f"{self.bindir}{os.pathsep}{env.get('PATH', '')}",
+        )
+        return env
+
+    # -- commands --
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
+    ) -> str:
+        """Run the pinned kubectl against this cluster and return its stdout."""
+        cmd = [str(self.bindir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args]
+        try:
+            proc = subprocess.run(
+                cmd,
+                input=input,
+                capture_output=True,
+                text=True,
+                env=self.env(),
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ControlPlaneError(f"kubectl {' '.join(args)}: no answer in {timeout}s") from None
+        if check and proc.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def kubectl_json(self, *args: str) -> Any:
+        """``kubectl <args> -o json``, decoded."""
+        return json.loads(self.kubectl(*args, "-o", "json"))
+
+    def apply(self, manifests: Sequence[dict[str, Any]] | str | Path) -> None:
+        """Create or update objects given as dicts, YAML text or a file."""
+        if isinstance(manifests, Path):
+            self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(manifests))
+            return
+        text = manifests if isinstance(manifests, str) else yaml.safe_dump_all(manifests)
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` for this cluster."""
+        from kubernetes import config  # noqa: PLC0415 - optional at import time
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
+
+    # -- life cycle --
+
+    @classmethod
+    @contextlib.contextmanager
+    def start(
+        cls,
+        workdir: Path | str,
+        fleet: Fleet | Path | str | None = None,
+        *,
+        name: str = "slinky",
+        kube_apiserver_port: int | None = None,
+        ports: Ports | None = None,
+        stages: Path | None = STAGES_FILE,
+        timeout: float = 180.0,
+        bindir: Path | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> Iterator[Cluster]:
+        """Start a cluster in ``workdir``, yield it, and tear it down on exit (errors included).
+
+        ``fleet`` is a fleet file or ``Fleet`` whose nodes are created and awaited Ready.
+        Ports are chosen free unless given; a port already in use is refused before anything
+        starts. ``stages`` is the kwok Stage file applied before the nodes are created.
+        ``extra_args`` go to ``kwokctl create cluster`` (``--extra-args=kube-apiserver=v=2``).
+        """
+        workdir = Path(workdir).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        if isinstance(fleet, (str, Path)):
+            fleet = load_fleet(fleet)
+        if ports is None:
+            ports = choose_ports(kube_apiserver_port)
+        else:
+            choose_ports(**dict(ports.items()))
+        cluster = cls(name, workdir, bindir or ensure_binaries(), ports, fleet)
+        if cluster.cluster_dir.exists():
+            raise ControlPlaneError(
+                f"a cluster named {name!r} already exists in {cluster.kwok_workdir}; "
+                f"delete it (kwokctl delete cluster --name {name}) or use another workdir"
+            )
+        try:
+            cluster._up(stages, timeout, extra_args)
+            yield cluster
+        finally:
+            cluster.stop()
+
+    def _config(self) -> Path:
+        options = {
+            "runtime": "binary",
+            "kubeVersion": K8S_VERSION,
+            "etcdBinary": str(self.bindir / "etcd"),
+            "kubeApiserverBinary": str(self.bindir / "kube-apiserver"),
+            "kubeControllerManagerBinary": str(self.bindir / "kube-controller-manager"),
+            "kubeSchedulerBinary": str(self.bindir / "kube-scheduler"),
+            "kwokControllerBinary": str(self.bindir / "kwok"),
+            "kubectlBinary": str(self.bindir / "kubectl"),
+            "kubeApiserverPort": self.ports.kube_apiserver,
+            "etcdPort": self.ports.etcd,
+            "etcdPeerPort": self.ports.etcd_peer,
+            "kubeControllerManagerPort": self.ports.kube_controller_manager,
+            "kubeSchedulerPort": self.ports.kube_scheduler,
+            "kwokControllerPort": self.ports.kwok_controller,
+            "enableCRDs": ["Stage"],
+        }
+        config = {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            "options": options,
+        }
+        path = self.workdir / "kwokctl.yaml"
+        path.write_text("# generated by slinky_harness.controlplane\n" + yaml.safe_dump(config))
+        return path
+
+    def _kwokctl(self, *args: str, timeout: float, log: Path) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.bindir / "kwokctl"), f"--name={self.name}", *args]
+        with log.open("a") as sink:
+            sink.write(f"$ {' '.join(cmd)}\n")
+            sink.flush()
+            try:
+                return subprocess.run(
+                    cmd,
+                    env=self.env(),
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    timeout=timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                raise ControlPlaneError(
+                    f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''}: no end in {timeout}s"
+                ) from None
+
+    def _fail(self, message: str) -> ControlPlaneError:
+        details = [message, f"  kwokctl log ({self.workdir / 'kwokctl.log'}):"]
+        details.append(_tail(self.workdir / "kwokctl.log"))
+        for component in ("kube-apiserver", "etcd", "kwok-controller"):
+            details.append(f"  {component}.log:")
+            details.append(_tail(self.logs_dir / f"{component}.log", 8))
+        return ControlPlaneError("\n".join(details))
+
+    def _wait(self, what: str, probe: Any, deadline: float, interval: float = 0.25) -> None:
+        last: object = None
+        while time.monotonic() < deadline:
+            try:
+                if probe():
+                    return
+                last = None
+            except ControlPlaneError as exc:
+                last = exc
+            time.sleep(interval)
+        raise self._fail(f"timed out waiting for {what}" + (f": {last}" if last else ""))
+
+    def _up(self, stages: Path | None, timeout: float, extra_args: Sequence[str]) -> None:
+        begin = time.monotonic()
+        deadline = begin + timeout
+        config = self._config()
+        proc = self._kwokctl(
+            f"--config={config}",
+            "create",
+            "cluster",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--timeout={int(timeout)}s",
+            *extra_args,
+            timeout=timeout,
+            log=self.workdir / "kwokctl.log",
+        )
+        if proc.returncode != 0:
+            raise self._fail(f"kwokctl create cluster failed (exit {proc.returncode})")
+        self.timings["kwokctl_create"] = time.monotonic() - begin
+
+        def readyz() -> bool:
+            return self.kubectl("get", "--raw=/readyz", check=False, timeout=10).strip() == "ok"
+
+        self._wait("kube-apiserver /readyz", readyz, deadline)
+
+        def default_service_account() -> bool:
+            out = self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False)
+            return "default" in out
+
+        self._wait("the default ServiceAccount", default_service_account, deadline)
+        self.timings["api_ready"] = time.monotonic() - begin
+
+        if stages is not None:
+            self._wait(
+                "the kwok Stage CRD",
+                lambda: "stages" in self.kubectl("api-resources", "--api-group=kwok.x-k8s.io"),
+                deadline,
+            )
+            self.apply(stages)
+        if self.fleet is not None and self.fleet.node_names():
+            self.create_nodes(self.fleet, deadline=deadline)
+        self.timings["nodes_ready"] = time.monotonic() - begin
+        self.start_seconds = time.monotonic() - begin
+
+    def create_nodes(self, fleet: Fleet, *, deadline: float | None = None) -> None:
+        """Create the fleet's nodes and wait until each is Ready."""
+        nodes = fleet.nodes(kubelet_version=K8S_VERSION)
+        self.kubectl(
+            "create",
+            "-f",
+            "-",
+            input=yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": nodes}),
+        )
+        wanted = {node["metadata"]["name"] for node in nodes}
+
+        def all_ready() -> bool:
+            listed = self.kubectl_json("get", "nodes")["items"]
+            ready = {
+                item["metadata"]["name"]
+                for item in listed
+                if any(
+                    c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in item.get("status", {}).get("conditions", [])
+                )
+            }
+            return wanted <= ready
+
+        self._wait(
+            f"{len(wanted)} fleet nodes Ready", all_ready, deadline or time.monotonic() + 120, 0.5
+        )
+
+    def _pids(self) -> set[int]:
+        pids: set[int] = set()
+        for pidfile in (self.cluster_dir / "pids").glob("*.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.add(int(pidfile.read_text().strip()))
+        # Processes started for this cluster carry its folder on their command line.
+        marker = str(self.cluster_dir).encode()
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if marker in (proc / "cmdline").read_bytes():
+                    pids.add(int(proc.name))
+        pids.discard(os.getpid())
+        return pids
+
+    def stop(self) -> None:
+        """Delete the cluster and end any process of it that is left."""
+        pids = self._pids()
+        if self.cluster_dir.exists():
+            with contextlib.suppress(ControlPlaneError):
+                self._kwokctl(
+                    "delete",
+                    "cluster",
+                    f"--kubeconfig={self.kubeconfig}",
+                    timeout=60,
+                    log=self.workdir / "kwokctl.log",
+                )
+        _terminate(pids | self._pids())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has exited; only its parent can reap it.
+    with contextlib.suppress(OSError):
+        if (Path("/proc") / str(pid) / "stat").read_text().split(") ")[-1].startswith("Z"):
+            return False
+    return True
+
+
+def _terminate(pids: set[int], grace: float = 10.0) -> None:
+    alive = {pid for pid in pids if _alive(pid)}
+    for pid in alive:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = {pid for pid in alive if _alive(pid)}
+    for pid in alive:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m slinky_harness.controlplane", description=__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build or reuse the binaries and print their folder")
+    up = sub.add_parser("up", help="start a cluster and keep it until interrupted")
+    up.add_argument("--fleet", type=Path, help="fleet file (tests/data/fleets/*.yaml)")
+    up.add_argument("--workdir", type=Path, help="cluster folder (default: a temporary one)")
+    up.add_argument("--port", type=int, help="kube-apiserver port (default: a free one)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            print(ensure_binaries())
+            return 0
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="slinky-cluster-"))
+        with Cluster.start(workdir, args.fleet, kube_apiserver_port=args.port) as cluster:
+            print(
+                f"cluster up in {cluster.start_seconds:.1f}s; "
+                f"export KUBECONFIG={cluster.kubeconfig}; Ctrl-C stops it",
+                file=sys.stderr,
+            )
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.pause()
+    except ControlPlaneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

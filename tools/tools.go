@@ -1,0 +1,16 @@
+//go:build tools
+
+// Package tools records the commands this module builds, so that `go mod tidy` keeps
+// their dependencies. It is never compiled (the "tools" build tag is never set); the
+// binaries are built with `go build <package>` by scripts/slinky_harness/controlplane.py.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+	_ "sigs.k8s.io/kwok/cmd/kwokctl"
+)
