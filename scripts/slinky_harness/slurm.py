@@ -1,0 +1,628 @@
+"""Real Slurm 26.05 for tests: a cached Debian sid chroot and throw-away ``slurmctld`` instances.
+
+Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs Debian sid's
+Slurm 26.05 packages inside a debootstrap chroot that is cached outside the clone and reused (see
+:mod:`slinky_harness.slurm_chroot`). Needs Linux, root, ``unshare`` and ``chroot`` (util-linux, coreutils);
+no systemd, no Docker, no munge.
+
+API (everything a test needs)::
+
+    from slinky_harness.slurm import (
+        ensure_chroot,      # () -> Path: build once (~1-2 min cold), then reuse (milliseconds)
+        chroot_info,        # (root=None) -> ChrootInfo(slurm_version, emulator, ...)
+        slurmctld,          # context manager -> SlurmCtld (below)
+        check_load,         # (files, ...) -> LoadResult(accepted, errors, warnings, topologies, log)
+        parse_records,      # "Key=Value Key=Value" lines -> list[dict[str, str]]
+        SlurmCommandError,  # a command exited non-zero (.returncode, .stdout, .stderr)
+        SlurmctldStartError,  # slurmctld exited or never answered (.log)
+    )
+
+    files = {                       # or a folder holding these files
+        "slurm.conf": "MaxNodeCount=64\\nNodeName=n[1-8] CPUs=1 State=CLOUD\\n"
+                      "PartitionName=all Nodes=ALL Default=YES\\n",
+        "topology.yaml": yaml_text,  # and/or topology.conf, gres.conf, ... (str, bytes or a Path)
+    }
+    with slurmctld(files, root=ensure_chroot(), workdir=tmp_path / "c1") as ctld:
+        ctld.scontrol("show", "topology")          # -> stdout; raises SlurmCommandError on exit != 0
+        ctld.show_topology("nvl")                  # scontrol show topology nvl
+        parse_records(ctld.show_topology())        # [{"SwitchName": "leaf1", "Level": "0", ...}, ...]
+        ctld.create_node("d1", "fabric:leaf2,nvl:b3")   # dynamic node (see recipe)
+        ctld.set_node_topology("d1", "fabric:leaf4")    # scontrol update NodeName=d1 Topology=...
+        ctld.node_topology("d1")                   # "fabric:leaf4" as slurmctld reports it
+        ctld.hostnames("n[1-3]")                   # ["n1", "n2", "n3"] (Slurm's hostlist oracle)
+        ctld.sinfo("-h", "-o", "%N")
+        ctld.run("sbatch", "--test-only", ..., check=False)  # any command -> CommandResult
+        ctld.write_file("topology.yaml", new_text); ctld.reconfigure()
+        ctld.log()                                 # everything slurmctld logged so far
+
+    result = check_load(files)   # starts a controller, reads every topology back, stops it
+    result.accepted              # True: slurmctld started and `scontrol show topology [name]` all worked
+    result.errors                # log lines with "fatal"/"error" (why it was rejected)
+    result.warnings              # log lines with "warning:" (what Slurm accepted but complained about)
+    result.topologies            # {"": default topology output, "<name>": ...} (names from topology.yaml)
+
+The ``slurm.conf`` you give holds only the cluster part (nodes, partitions, ``TopologyPlugin``,
+``MaxNodeCount``, ``TopologyParam`` ...). The harness adds the keys it must own and refuses them in your text:
+``SlurmctldHost``, ``SlurmctldPort``, ``SlurmdPort``, ``SlurmUser``, ``StateSaveLocation``,
+``SlurmctldPidFile``, ``SlurmctldLogFile``, ``AuthType``, ``CredType`` (``auth/slurm`` + ``cred/slurm`` with a
+generated 1 KiB ``slurm.key``, as Slinky uses). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
+``MailProg=/bin/true`` and the slurmd spool/pid/log paths unless your text sets them. Do not put the
+harness's own ``slurm.key`` in ``files`` unless you want a specific key.
+
+How a controller runs (and why several can run at once):
+
+* Its files live in a host work folder (``workdir``; a temporary folder by default, deleted on exit unless
+  ``keep=True``): ``etc/`` (slurm.conf, the given files, slurm.key), ``state/``, ``spool/``,
+  ``slurmctld.log``, ``slurmctld.pid``, ``slurmctld.stderr``. Each process started in the chroot runs in
+  its own private mount namespace in which that folder is bind-mounted on ``/srv/slinky``, so every controller
+  sees its own ``/srv/slinky/etc/slurm.conf`` and state folder, and no mount outlives its process. slurmctld
+  needs neither ``/proc`` nor ``/dev`` mounted (debootstrap creates the device nodes it needs).
+* ``slurmctld -D -i -f /srv/slinky/etc/slurm.conf`` (foreground, ignore state) runs in its own process group
+  and UTS namespace (host name ``slurmctld``, resolved to 127.0.0.1 by the chroot's ``/etc/hosts``) and
+  listens on a free port from 20000-29999 (``SlurmctldPort``; a distinct ``SlurmdPort`` too). Start-up
+  waits for ``scontrol ping`` to answer; about 0.1 s on the project's machines.
+* On exit it gets SIGTERM (SIGKILL after 10 s) on its whole process group, also when the body raised.
+
+Node recipe for topology annotations (found by experiment with Slurm 26.05.5):
+
+* Static nodes: ``NodeName=n[1-8] CPUs=1 State=CLOUD`` in slurm.conf (no slurmd needed; plain static nodes
+  without ``State=CLOUD`` also load and just show as unknown/down). ``scontrol update NodeName=n1
+  Topology=default:leaf2`` moves a static node; the topology of ``topology.conf`` is named ``default``.
+* Dynamic nodes (what Slinky's ``slurmd -Z`` produces): set ``MaxNodeCount=<n>`` in slurm.conf, then
+  ``scontrol create NodeName=d1 CPUs=1 State=CLOUD Topology=fabric:leaf2,nvl:b3`` (``create_node``);
+  ``scontrol create`` only accepts ``State=CLOUD``, ``FUTURE`` or ``EXTERNAL``. Then
+  ``scontrol update NodeName=d1 Topology=...`` (``set_node_topology``) replaces the node's placement; an
+  empty string removes it from every topology.
+* A tree spec may be a path from an existing switch (``fabric:spine:leaf9`` creates ``leaf9``); a block
+  spec must name an existing block, else ``scontrol`` exits 1 with "Requested topology configuration is not
+  available" (raised as :class:`SlurmCommandError`). Each ``MaxNodeCount`` slot not yet used counts as a node
+  in no switch/block, so expect a "lack access to N nodes" warning when it is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from slinky_harness.slurm_chroot import (
+    CHROOT_ENV,
+    MOUNT_POINT,
+    SLURM_SERIES,
+    ChrootInfo,
+    SlurmChrootError,
+    chroot_argv,
+    chroot_info,
+    ensure_chroot,
+)
+
+__all__ = [
+    "HARNESS_KEYS",
+    "SLURM_SERIES",
+    "ChrootInfo",
+    "CommandResult",
+    "LoadResult",
+    "SlurmChrootError",
+    "SlurmCommandError",
+    "SlurmCtld",
+    "SlurmctldStartError",
+    "check_load",
+    "chroot_info",
+    "compose_slurm_conf",
+    "ensure_chroot",
+    "parse_records",
+    "slurmctld",
+]
+
+FileSource = str | bytes | Path
+ConfigFiles = Path | Mapping[str, FileSource]
+
+HOSTNAME = "slurmctld"
+CONF_DIR = f"{MOUNT_POINT}/etc"
+CONF_PATH = f"{CONF_DIR}/slurm.conf"
+
+HARNESS_KEYS = frozenset(
+    k.lower()
+    for k in (
+        "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController", "BackupAddr",
+        "SlurmctldPort", "SlurmdPort", "SlurmUser", "StateSaveLocation", "SlurmctldPidFile",
+        "SlurmctldLogFile", "AuthType", "CredType",
+    )
+)  # fmt: skip
+"""slurm.conf keys the harness sets and refuses in the caller's text (lower case)."""
+
+DEFAULT_KEYS: Mapping[str, str] = {
+    "ClusterName": "slinky",
+    "SlurmctldDebug": "info",
+    "MailProg": "/bin/true",
+    "SlurmdSpoolDir": f"{MOUNT_POINT}/spool/%n",
+    "SlurmdPidFile": f"{MOUNT_POINT}/slurmd-%n.pid",
+    "SlurmdLogFile": f"{MOUNT_POINT}/slurmd-%n.log",
+}
+"""slurm.conf keys the harness adds unless the caller's text sets them."""
+
+_PORT_RANGE = (20000, 29999)
+_ports_lock = threading.Lock()
+_ports_taken: set[int] = set()
+
+
+class SlurmCommandError(RuntimeError):
+    """A command run in the chroot exited non-zero."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stdout: str, stderr: str) -> None:
+        detail = (stderr.strip() or stdout.strip()).splitlines()
+        super().__init__(
+            f"{' '.join(argv)} exited {returncode}: {detail[-1] if detail else '(no output)'}"
+        )
+        self.argv = tuple(argv)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class SlurmctldStartError(RuntimeError):
+    """slurmctld exited during start-up or did not answer in time; ``log`` holds what it logged."""
+
+    def __init__(self, message: str, log: str, returncode: int | None) -> None:
+        super().__init__(message)
+        self.log = log
+        self.returncode = returncode
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What :func:`check_load` found."""
+
+    accepted: bool
+    """slurmctld started and ``scontrol show topology`` (default and every named topology) exited 0."""
+    started: bool
+    errors: tuple[str, ...]
+    """Log lines with ``fatal`` or ``error`` (for a rejected config: why)."""
+    warnings: tuple[str, ...]
+    """Log lines with ``warning:``."""
+    topologies: Mapping[str, str]
+    """``scontrol show topology [name]`` output; key ``""`` is the default topology."""
+    log: str
+    failures: Mapping[str, str] = field(default_factory=dict)
+    """Topology name (``""`` default) -> scontrol error, for reads that failed."""
+
+
+def parse_records(text: str) -> list[dict[str, str]]:
+    """Parse one-line ``Key=Value Key=Value`` records (``scontrol show topology``, ``show node -o``).
+
+    Values may contain spaces (``OS=Linux 6.1 ...``): a value runs until the next ``Key=``.
+    """
+    records = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        record: dict[str, str] = {}
+        for token in re.split(r"\s+(?=[A-Za-z][A-Za-z0-9_:/.]*=)", line):
+            key, sep, value = token.partition("=")
+            if sep:
+                record[key] = value.strip()
+        records.append(record)
+    return records
+
+
+def _conf_keys(text: str) -> set[str]:
+    keys = set()
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if "=" in line:
+            keys.add(line.split("=", 1)[0].strip().lower())
+    return keys
+
+
+def compose_slurm_conf(user_text: str, managed: Mapping[str, str]) -> str:
+    """The slurm.conf slurmctld reads: harness keys, then defaults the caller did not set, then the text."""
+    user_keys = _conf_keys(user_text)
+    clash = sorted(k for k in user_keys if k in HARNESS_KEYS)
+    if clash:
+        raise ValueError(f"slurm.conf must not set harness-owned keys: {', '.join(clash)}")
+    lines = ["# slurm.conf composed by slinky_harness.slurm: harness keys first, then the test's text"]
+    lines += [f"{k}={v}" for k, v in managed.items()]
+    lines += [f"{k}={v}" for k, v in DEFAULT_KEYS.items() if k.lower() not in user_keys]
+    return "\n".join(lines) + "\n\n" + user_text.rstrip("\n") + "\n"
+
+
+def _read_files(files: ConfigFiles | None) -> dict[str, bytes]:
+    if files is None:
+        return {}
+    if isinstance(files, Path):
+        if not files.is_dir():
+            raise ValueError(f"{files} is not a folder of Slurm config files")
+        return {p.name: p.read_bytes() for p in sorted(files.iterdir()) if p.is_file()}
+    out = {}
+    for name, src in files.items():
+        if "/" in name or name in {"", ".", ".."}:
+            raise ValueError(f"config file name must be a plain file name: {name!r}")
+        if isinstance(src, Path):
+            out[name] = src.read_bytes()
+        elif isinstance(src, bytes):
+            out[name] = src
+        else:
+            out[name] = src.encode("utf-8")
+    return out
+
+
+def _port_free(port: int) -> bool:
+    for host in ("0.0.0.0", "127.0.0.1"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                return False
+    return True
+
+
+def _allocate_port() -> int:
+    with _ports_lock:
+        for _ in range(1000):
+            port = random.randint(*_PORT_RANGE)
+            if port not in _ports_taken and _port_free(port):
+                _ports_taken.add(port)
+                return port
+    raise RuntimeError("no free loopback port in 20000-29999")
+
+
+def _release_ports(*ports: int) -> None:
+    with _ports_lock:
+        _ports_taken.difference_update(ports)
+
+
+class SlurmCtld:
+    """A running slurmctld in the chroot (made by :func:`slurmctld`; use it inside the ``with`` only)."""
+
+    def __init__(
+        self, root: Path, workdir: Path, info: ChrootInfo, *, emulator: bool, timeout: float
+    ) -> None:
+        self.root = root
+        self.workdir = workdir
+        """Host folder mounted on ``/srv/slinky`` for this controller's processes."""
+        self.etc_dir = workdir / "etc"
+        """Host path of the config folder (``/srv/slinky/etc`` inside the chroot)."""
+        self.info = info
+        self.emulator = emulator
+        self.timeout = timeout
+        self.port = 0
+        self.slurmd_port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # --- processes -------------------------------------------------------------------------------
+
+    def _argv(self, argv: Sequence[str], *, hostname: str | None = None) -> list[str]:
+        return chroot_argv(
+            self.root, argv, binds={MOUNT_POINT: self.workdir}, hostname=hostname
+        )
+
+    def _client(self, name: str) -> str:
+        if self.emulator and (self.root / "usr/bin" / f"{name}-emulator").exists():
+            return f"{name}-emulator"
+        return name
+
+    def run(
+        self, *argv: str, check: bool = True, timeout: float = 60.0, input: str | None = None
+    ) -> CommandResult:
+        """Run a command in the chroot with ``SLURM_CONF`` pointing at this controller's slurm.conf."""
+        env = {**CHROOT_ENV, "SLURM_CONF": CONF_PATH}
+        res = subprocess.run(
+            self._argv(argv),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            input=input,
+            check=False,
+        )
+        result = CommandResult(tuple(argv), res.returncode, res.stdout, res.stderr)
+        if check and res.returncode != 0:
+            raise SlurmCommandError(argv, res.returncode, res.stdout, res.stderr)
+        return result
+
+    def scontrol(self, *args: str) -> str:
+        """``scontrol args...`` -> stdout; :class:`SlurmCommandError` on a non-zero exit."""
+        return self.run(self._client("scontrol"), *args).stdout
+
+    def sinfo(self, *args: str) -> str:
+        return self.run(self._client("sinfo"), *args).stdout
+
+    def log(self) -> str:
+        """Everything slurmctld logged (its stderr in ``-D`` mode: also what came before the log file)."""
+        path = self.workdir / "slurmctld.stderr"
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # --- topology helpers ------------------------------------------------------------------------
+
+    def show_topology(self, name: str | None = None, *args: str) -> str:
+        """``scontrol show topology [name] [unit=X] [node=N]``."""
+        return self.scontrol("show", "topology", *([name] if name else []), *args)
+
+    def hostnames(self, hostlist: str) -> list[str]:
+        """Expand a hostlist with Slurm's own parser (``scontrol show hostnames``)."""
+        return self.scontrol("show", "hostnames", hostlist).split()
+
+    def create_node(
+        self, name: str, topology: str | None = None, *, state: str = "CLOUD", **attrs: str
+    ) -> None:
+        """``scontrol create NodeName=name CPUs=1 State=CLOUD [Topology=...] [Key=Value ...]``."""
+        settings = {"CPUs": "1", **attrs, "State": state}
+        if topology is not None:
+            settings["Topology"] = topology
+        self.scontrol("create", f"NodeName={name}", *(f"{k}={v}" for k, v in settings.items()))
+
+    def set_node_topology(self, name: str, topology: str) -> None:
+        """``scontrol update NodeName=name Topology=topology`` (empty: leave every topology)."""
+        self.scontrol("update", f"NodeName={name}", f"Topology={topology}")
+
+    def node_topology(self, name: str) -> str:
+        """The ``Topology=`` slurmctld reports for a node (``""`` when it has none)."""
+        records = parse_records(self.scontrol("show", "node", "-o", name))
+        if not records:
+            raise SlurmCommandError(("show", "node", name), 1, "", f"no node {name}")
+        return records[0].get("Topology", "")
+
+    # --- configuration ---------------------------------------------------------------------------
+
+    def write_file(self, name: str, content: FileSource) -> None:
+        """Replace one config file atomically (``slurm.conf`` is composed again); then :meth:`reconfigure`."""
+        data = _read_files({name: content})[name]
+        if name == "slurm.conf":
+            data = compose_slurm_conf(data.decode("utf-8"), self._managed()).encode("utf-8")
+        tmp = self.etc_dir / f".{name}.tmp"
+        tmp.write_bytes(data)
+        tmp.chmod(0o644)
+        os.replace(tmp, self.etc_dir / name)
+
+    def reconfigure(self, *, settle: float = 5.0) -> None:
+        """``scontrol reconfigure``, then wait until slurmctld has re-read its files and answers.
+
+        In ``-D`` mode slurmctld re-executes itself in place (same pid). The wait looks for one more
+        "Running as primary controller" line in the log (at most ``settle`` seconds), then pings.
+        """
+        marker = "Running as primary controller"
+        before = self.log().count(marker)
+        self.scontrol("reconfigure")
+        deadline = time.monotonic() + settle
+        while self.log().count(marker) <= before and time.monotonic() < deadline and self.alive():
+            time.sleep(0.05)
+        self._wait_ready()
+
+    def _managed(self) -> dict[str, str]:
+        return {
+            "SlurmctldHost": f"{HOSTNAME}(127.0.0.1)",
+            "SlurmctldPort": str(self.port),
+            "SlurmdPort": str(self.slurmd_port),
+            "SlurmUser": "slurm",
+            "AuthType": "auth/slurm",
+            "CredType": "cred/slurm",
+            "StateSaveLocation": f"{MOUNT_POINT}/state",
+            "SlurmctldPidFile": f"{MOUNT_POINT}/slurmctld.pid",
+            "SlurmctldLogFile": f"{MOUNT_POINT}/slurmctld.log",
+        }
+
+    def _prepare(self, files: Mapping[str, bytes]) -> None:
+        uid, gid = self.info.slurm_uid, self.info.slurm_gid
+        for sub in ("state", "spool"):
+            d = self.workdir / sub
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir(parents=True)
+            os.chown(d, uid, gid)
+        self.workdir.chmod(0o755)
+        os.chown(self.workdir, uid, gid)
+        shutil.rmtree(self.etc_dir, ignore_errors=True)
+        self.etc_dir.mkdir()
+        self.etc_dir.chmod(0o755)
+        for name, data in files.items():
+            if name != "slurm.conf":
+                self.write_file(name, data)
+        self.write_file("slurm.conf", files.get("slurm.conf", b""))
+        key = self.etc_dir / "slurm.key"
+        if "slurm.key" not in files:
+            key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        os.chown(key, uid, gid)
+        for stale in ("slurmctld.log", "slurmctld.pid", "slurmctld.stderr"):
+            (self.workdir / stale).unlink(missing_ok=True)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def _start(self, files: Mapping[str, bytes]) -> None:
+        last: SlurmctldStartError | None = None
+        for _attempt in range(3):
+            self.port, self.slurmd_port = _allocate_port(), _allocate_port()
+            self._prepare(files)
+            daemon = "slurmctld-wlm-emulator" if self.emulator else "slurmctld-wlm"
+            if not (self.root / "usr/sbin" / daemon).exists():
+                daemon = "slurmctld"
+            argv = ["/usr/sbin/" + daemon, "-D", "-i", "-f", CONF_PATH]
+            with (self.workdir / "slurmctld.stderr").open("wb") as err:
+                self._proc = subprocess.Popen(
+                    self._argv(argv, hostname=HOSTNAME),
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=dict(CHROOT_ENV),
+                )
+            try:
+                self._wait_ready()
+                return
+            except SlurmctldStartError as exc:
+                self.stop()
+                _release_ports(self.port, self.slurmd_port)
+                if "Address already in use" not in exc.log:
+                    raise
+                last = exc
+        assert last is not None
+        raise last
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                rc = proc.returncode if proc is not None else None
+                raise SlurmctldStartError(
+                    f"slurmctld exited with {rc} during start-up: {_last_problem(self.log())}",
+                    self.log(),
+                    rc,
+                )
+            try:
+                ping = self.run(self._client("scontrol"), "ping", check=False, timeout=10)
+            except subprocess.TimeoutExpired:
+                ping = CommandResult(("ping",), -1, "", "scontrol ping timed out")
+            if ping.returncode == 0 and " UP" in ping.stdout:
+                return
+            if time.monotonic() > deadline:
+                raise SlurmctldStartError(
+                    f"slurmctld did not answer within {self.timeout:.0f} s: {ping.output.strip()}",
+                    self.log(),
+                    None,
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> int | None:
+        """SIGTERM the process group, SIGKILL after 10 s; returns slurmctld's exit status."""
+        proc = self._proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything the daemon left in its group
+        return proc.returncode
+
+
+def _last_problem(log: str) -> str:
+    lines = [ln for ln in log.splitlines() if re.search(r"\b(fatal|error)\b", ln, re.IGNORECASE)]
+    if lines:
+        return lines[-1].strip()
+    tail = log.strip().splitlines()
+    return tail[-1].strip() if tail else "(no output)"
+
+
+@contextlib.contextmanager
+def slurmctld(
+    files: ConfigFiles | None = None,
+    *,
+    root: Path | None = None,
+    workdir: Path | None = None,
+    keep: bool = False,
+    emulator: bool = False,
+    timeout: float = 30.0,
+) -> Iterator[SlurmCtld]:
+    """Start a slurmctld on ``files`` (a folder or ``{name: text|bytes|Path}``), stop it on exit.
+
+    ``root``: the chroot (default :func:`ensure_chroot`). ``workdir``: host folder for its config, state
+    and logs (created; default a temporary folder removed on exit unless ``keep``). ``emulator``: run the
+    ``slurm-wlm-emulator`` build (several slurmd per host). Raises :class:`SlurmctldStartError` when the
+    daemon exits during start-up or does not answer ``scontrol ping`` within ``timeout`` seconds.
+    """
+    data = _read_files(files)
+    chroot = root if root is not None else ensure_chroot()
+    info = chroot_info(chroot)
+    if emulator and not info.emulator:
+        raise SlurmChrootError("the chroot has no slurm-wlm-emulator build")
+    own = workdir is None
+    wd = Path(tempfile.mkdtemp(prefix="slinky-slurmctld-")) if workdir is None else workdir
+    wd.mkdir(parents=True, exist_ok=True)
+    ctld = SlurmCtld(chroot, wd, info, emulator=emulator, timeout=timeout)
+    try:
+        ctld._start(data)
+        yield ctld
+    finally:
+        ctld.stop()
+        _release_ports(ctld.port, ctld.slurmd_port)
+        if own and not keep:
+            shutil.rmtree(wd, ignore_errors=True)
+
+
+def topology_names(yaml_text: str | bytes) -> list[str]:
+    """Names of the topologies in a ``topology.yaml`` (empty when it does not parse as a list)."""
+    try:
+        doc = yaml.safe_load(yaml_text)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(doc, list):
+        return []
+    return [str(item["topology"]) for item in doc if isinstance(item, dict) and "topology" in item]
+
+
+def check_load(
+    files: ConfigFiles,
+    *,
+    root: Path | None = None,
+    workdir: Path | None = None,
+    timeout: float = 30.0,
+) -> LoadResult:
+    """Does slurmctld accept this config? Start it, read every topology back, stop it.
+
+    Accepted means: slurmctld started and ``scontrol show topology`` plus ``scontrol show topology <name>``
+    for every topology named in ``topology.yaml`` exited 0. Rejected results carry the log lines saying why.
+    """
+    data = _read_files(files)
+    names = topology_names(data["topology.yaml"]) if "topology.yaml" in data else []
+    topologies: dict[str, str] = {}
+    failures: dict[str, str] = {}
+    try:
+        with slurmctld(data, root=root, workdir=workdir, timeout=timeout) as ctld:
+            for name in ["", *names]:
+                res = ctld.run(ctld._client("scontrol"), "show", "topology", *([name] if name else []),
+                               check=False)  # fmt: skip
+                if res.returncode == 0:
+                    topologies[name] = res.stdout
+                else:
+                    failures[name] = res.output.strip()
+            log = ctld.log()
+        started = True
+    except SlurmctldStartError as exc:
+        log, started = exc.log, False
+    lines = log.splitlines()
+    errors = tuple(ln for ln in lines if re.search(r"\b(fatal|error)\b", ln, re.IGNORECASE))
+    warnings = tuple(ln for ln in lines if "warning:" in ln.lower())
+    return LoadResult(
+        accepted=started and not failures,
+        started=started,
+        errors=errors,
+        warnings=warnings,
+        topologies=topologies,
+        log=log,
+        failures=failures,
+    )

@@ -1,0 +1,379 @@
+"""Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (see :mod:`slinky_harness.slurm`).
+
+The chroot lives outside the clone, in
+``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/<suite>-<slurm series>/`` (``sid-26.05``).
+It is built with ``debootstrap --variant=minbase`` in a temporary folder next to that path and renamed into
+place only once it is complete and its Slurm version has been checked, so a half-built chroot is never
+reused. A marker file ``.slinky-chroot.json`` at the top of the chroot records what was built; a chroot
+without a valid marker, or built by another recipe, is rebuilt.
+
+Every command that runs inside the chroot (debootstrap included) runs in a private mount namespace
+(``unshare --mount --propagation private``): whatever it mounts (``/proc`` for dpkg, bind mounts of a
+controller's work folder) disappears when the process ends, even when it is killed, so nothing stays mounted
+on the host and no cleanup can follow a stale bind mount into the host's ``/proc`` or ``/dev``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "CHROOT_RECIPE",
+    "SLURM_SERIES",
+    "SUITE",
+    "ChrootInfo",
+    "SlurmChrootError",
+    "cache_root",
+    "chroot_argv",
+    "chroot_info",
+    "debian_mirror",
+    "ensure_chroot",
+]
+
+log = logging.getLogger(__name__)
+
+SUITE = "sid"
+"""Debian suite that carries Slurm 26.05."""
+SLURM_SERIES = "26.05"
+"""The Slurm release series the chroot is pinned to (the installed version must be ``26.05.x``)."""
+PACKAGES = ("slurmctld", "slurmd", "slurm-client")
+"""Installed by debootstrap (their dependencies come along: basic plugins, libraries)."""
+OPTIONAL_PACKAGES = ("slurm-wlm-emulator", "slurm-client-emulator")
+"""Installed afterwards when the suite has them (many slurmd per host); their absence is recorded."""
+CHROOT_RECIPE = 1
+"""Bump when the build steps change: chroots built by another recipe are rebuilt."""
+MARKER = ".slinky-chroot.json"
+MOUNT_POINT = "/srv/slinky"
+"""Empty folder in the chroot where a controller's host work folder is bind-mounted (per namespace)."""
+_BUILD_TIMEOUT_S = 1200.0
+
+
+class SlurmChrootError(RuntimeError):
+    """The Slurm chroot cannot be built or used (one-line message, details in the log)."""
+
+
+@dataclass(frozen=True)
+class ChrootInfo:
+    """What the marker of a complete chroot records."""
+
+    path: Path
+    suite: str
+    slurm_version: str
+    """Debian version of the ``slurmctld`` package, e.g. ``26.05.5-1``."""
+    emulator: bool
+    """Whether ``slurm-wlm-emulator`` (``slurmctld-wlm-emulator``, ``slurmd-wlm-emulator``) is installed."""
+    mirror: str
+    build_seconds: float
+    slurm_uid: int
+    slurm_gid: int
+
+
+def cache_root() -> Path:
+    """``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot``."""
+    base = os.environ.get("SLINKY_SUITE_CACHE") or "~/.cache/slinky-suite"
+    return Path(base).expanduser() / "slurm-chroot"
+
+
+def _apt_source_files() -> list[Path]:
+    etc = Path("/etc/apt")
+    files = [etc / "sources.list"] if (etc / "sources.list").is_file() else []
+    d = etc / "sources.list.d"
+    if d.is_dir():
+        files += sorted(p for p in d.iterdir() if p.suffix in {".list", ".sources"} and p.is_file())
+    return files
+
+
+def _source_entries(path: Path) -> Iterator[tuple[list[str], list[str]]]:
+    """Yield ``(uris, suites)`` of the binary (``deb``) entries in one apt source file."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".list":
+        for raw in text.splitlines():
+            line = raw.split("#", 1)[0].strip()
+            line = re.sub(r"\[[^\]]*\]", " ", line)  # [arch=amd64 signed-by=...] options
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "deb":
+                yield [parts[1]], [parts[2]]
+        return
+    for stanza in re.split(r"\n\s*\n", text):
+        fields: dict[str, str] = {}
+        for raw in stanza.splitlines():
+            if raw.lstrip().startswith("#") or ":" not in raw:
+                continue
+            key, _, value = raw.partition(":")
+            fields[key.strip().lower()] = value.strip()
+        if fields.get("enabled", "yes").lower() == "no":
+            continue
+        if "deb" in fields.get("types", "").split():
+            yield fields.get("uris", "").split(), fields.get("suites", "").split()
+
+
+def debian_mirror() -> str:
+    """The Debian mirror configured in this machine's apt sources (``SLINKY_DEBIAN_MIRROR`` overrides).
+
+    Picks the first ``deb`` entry whose suite is a plain release (no ``-security``/``-updates`` suffix) and
+    whose URI is not a security archive.
+    """
+    override = os.environ.get("SLINKY_DEBIAN_MIRROR")
+    if override:
+        return override.rstrip("/")
+    for path in _apt_source_files():
+        for uris, suites in _source_entries(path):
+            if not any("-" not in s and "/" not in s for s in suites):
+                continue
+            for uri in uris:
+                if uri.startswith(("http://", "https://", "file:/")) and "security" not in uri:
+                    return uri.rstrip("/")
+    raise SlurmChrootError(
+        "no Debian mirror found in /etc/apt/sources.list* (set SLINKY_DEBIAN_MIRROR)"
+    )
+
+
+def chroot_argv(
+    root: Path,
+    argv: Sequence[str],
+    *,
+    binds: Mapping[str, Path] | None = None,
+    proc: bool = False,
+    hostname: str | None = None,
+) -> list[str]:
+    """Command line that runs ``argv`` chrooted into ``root`` in a private mount namespace.
+
+    ``binds`` maps folders inside the chroot (which must exist there) to host folders bind-mounted on them;
+    ``proc`` mounts a fresh ``/proc``; ``hostname`` also unshares the UTS namespace and sets the host name.
+    All mounts belong to the new namespace and vanish with the process. The final ``exec`` keeps the pid,
+    so the pid of the returned command is the pid of ``argv[0]``.
+    """
+    steps = ["set -e"]
+    if hostname is not None:
+        steps.append(f"hostname {shlex.quote(hostname)}")
+    for inside, host in (binds or {}).items():
+        target = str(root) + "/" + inside.lstrip("/")
+        steps.append(f"mount --bind {shlex.quote(str(host))} {shlex.quote(target)}")
+    if proc:
+        steps.append(f"mount -t proc proc {shlex.quote(str(root / 'proc'))}")
+    steps.append(f'exec chroot {shlex.quote(str(root))} "$@"')
+    unshare = ["unshare", "--mount", "--propagation", "private"]
+    if hostname is not None:
+        unshare.append("--uts")
+    return [*unshare, "sh", "-c", "; ".join(steps), "slinky-chroot", *argv]
+
+
+CHROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/root"}
+
+
+def _run_logged(argv: Sequence[str], logfile: Path, *, env: Mapping[str, str] | None = None) -> None:
+    """Run a build step, appending its output to ``logfile``; kill its process group on any failure."""
+    log.info("slurm chroot: %s", " ".join(argv[:12]))
+    with logfile.open("ab") as out:
+        out.write(("$ " + shlex.join(argv) + "\n").encode())
+        out.flush()
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=dict(env) if env is not None else None,
+        )
+        try:
+            rc = proc.wait(timeout=_BUILD_TIMEOUT_S)
+        except BaseException:
+            _kill_group(proc)
+            raise
+    if rc != 0:
+        tail = logfile.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        raise SlurmChrootError(
+            f"{Path(argv[0]).name} failed (exit {rc}): {tail[0]} (log: {logfile})"
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def _mounts_under(path: Path) -> list[str]:
+    prefix = str(path.resolve())
+    found = []
+    with Path("/proc/self/mountinfo").open(encoding="utf-8") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point == prefix or point.startswith(prefix + "/"):
+                found.append(point)
+    return found
+
+
+def _safe_rmtree(path: Path) -> None:
+    """Delete a (partial) chroot; refuse while anything is mounted below it."""
+    if not path.exists():
+        return
+    for point in sorted(_mounts_under(path), reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+    left = _mounts_under(path)
+    if left:
+        raise SlurmChrootError(f"refusing to delete {path}: still mounted: {left[0]}")
+    shutil.rmtree(path)
+
+
+def _ensure_debootstrap(logfile: Path) -> None:
+    if shutil.which("debootstrap") or Path("/usr/sbin/debootstrap").exists():
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    _run_logged(["apt-get", "update"], logfile, env=env)
+    _run_logged(["apt-get", "install", "-y", "--no-install-recommends", "debootstrap"], logfile, env=env)
+
+
+def _read_marker(root: Path) -> ChrootInfo | None:
+    try:
+        data = json.loads((root / MARKER).read_text(encoding="utf-8"))
+        if data.get("recipe") != CHROOT_RECIPE:
+            return None
+        return ChrootInfo(
+            path=root,
+            suite=str(data["suite"]),
+            slurm_version=str(data["slurm_version"]),
+            emulator=bool(data["emulator"]),
+            mirror=str(data["mirror"]),
+            build_seconds=float(data["build_seconds"]),
+            slurm_uid=int(data["slurm_uid"]),
+            slurm_gid=int(data["slurm_gid"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _slurm_ids(root: Path) -> tuple[int, int]:
+    for line in (root / "etc/passwd").read_text(encoding="utf-8").splitlines():
+        fields = line.split(":")
+        if fields[0] == "slurm":
+            return int(fields[2]), int(fields[3])
+    raise SlurmChrootError(f"no slurm user in {root}/etc/passwd")
+
+
+def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, object]:
+    started = time.monotonic()
+    _ensure_debootstrap(logfile)
+    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+    _run_logged(
+        [
+            "unshare", "--mount", "--propagation", "private",
+            debootstrap, "--variant=minbase", "--include=" + ",".join(PACKAGES),
+            suite, str(tmp), mirror,
+        ],
+        logfile,
+    )  # fmt: skip
+
+    def inside(*argv: str, capture: bool = False) -> str:
+        cmd = chroot_argv(tmp, argv, proc=True)
+        env = {**CHROOT_ENV, "DEBIAN_FRONTEND": "noninteractive"}
+        if not capture:
+            _run_logged(cmd, logfile, env=env)
+            return ""
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        return res.stdout if res.returncode == 0 else ""
+
+    version = inside("dpkg-query", "-W", "-f", "${Version}", "slurmctld", capture=True).strip()
+    if not version.startswith(SLURM_SERIES + "."):
+        raise SlurmChrootError(
+            f"Debian {suite} has slurmctld {version or '(none)'}, the suite is pinned to "
+            f"Slurm {SLURM_SERIES}.x"
+        )
+    available = [
+        p for p in OPTIONAL_PACKAGES if inside("apt-cache", "show", "--no-all-versions", p, capture=True)
+    ]
+    if available:
+        inside("apt-get", "install", "-y", "--no-install-recommends", *available)
+    emulator = "slurm-wlm-emulator" in available
+    inside("apt-get", "clean")
+    (tmp / "etc/hosts").write_text("127.0.0.1 localhost slurmctld\n::1 localhost\n", encoding="utf-8")
+    (tmp / MOUNT_POINT.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    uid, gid = _slurm_ids(tmp)
+    return {
+        "recipe": CHROOT_RECIPE,
+        "suite": suite,
+        "slurm_version": version,
+        "emulator": emulator,
+        "optional_packages": available,
+        "mirror": mirror,
+        "build_seconds": round(time.monotonic() - started, 1),
+        "slurm_uid": uid,
+        "slurm_gid": gid,
+    }
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def chroot_info(root: Path | None = None) -> ChrootInfo:
+    """Marker of the chroot at ``root`` (default: the one :func:`ensure_chroot` returns)."""
+    info = _read_marker(root if root is not None else ensure_chroot())
+    if info is None:
+        raise SlurmChrootError(f"{root} is not a complete Slurm chroot")
+    return info
+
+
+def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: bool = False) -> Path:
+    """Return the path of a complete Slurm 26.05 chroot, building it first when needed.
+
+    Warm (marker present and current): returns at once, without network. Cold: about a minute and 300 MB
+    (debootstrap from :func:`debian_mirror`). Concurrent callers (processes) serialise on a lock file; a
+    build interrupted at any point leaves only a ``.build-*`` folder, removed by the next build.
+    Must run as root on Linux.
+    """
+    base = cache if cache is not None else cache_root()
+    final = base / f"{suite}-{SLURM_SERIES}"
+    if not rebuild and _read_marker(final) is not None:
+        return final
+    if os.geteuid() != 0:
+        raise SlurmChrootError("building the Slurm chroot needs root (debootstrap, chroot, mount)")
+    base.mkdir(parents=True, exist_ok=True)
+    with _locked(base / ".lock"):
+        if not rebuild and _read_marker(final) is not None:
+            return final  # another process finished it while we waited
+        for stale in base.glob(".build-*"):
+            log.info("slurm chroot: removing unfinished build %s", stale)
+            _safe_rmtree(stale)
+        for stale in base.glob(".old-*"):
+            _safe_rmtree(stale)
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{suite}-{SLURM_SERIES}-", dir=base))
+        logfile = base / f"{suite}-{SLURM_SERIES}.build.log"
+        logfile.write_text("", encoding="utf-8")
+        try:
+            tmp.chmod(0o755)
+            marker = _build(tmp, suite, debian_mirror(), logfile)
+            (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+            if final.exists():
+                old = base / f".old-{final.name}-{os.getpid()}"
+                final.rename(old)
+                tmp.rename(final)
+                _safe_rmtree(old)
+            else:
+                tmp.rename(final)
+        except BaseException:
+            _safe_rmtree(tmp)
+            raise
+        log.info("slurm chroot: built %s in %.0f s", final, marker["build_seconds"])
+        return final
