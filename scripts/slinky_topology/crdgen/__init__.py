@@ -1,0 +1,17 @@
+"""CRDs of the Slinky ``slinky.slurm.net`` API, generated from a compact model.
+
+- :mod:`.model` reads ``model/<version>.yaml`` (the API as data),
+- :mod:`.k8s` converts embedded Kubernetes types from the OpenAPI definitions,
+- :mod:`.schema` builds the CRDs, :mod:`.render` writes them, :mod:`.cli` is the command,
+- :mod:`.structural`, :mod:`.jsonschema`, :mod:`.defaulting` and :mod:`.cel` check CRDs
+  and resources against them (used by the tests and the render tier).
+"""
+
+from __future__ import annotations
+
+from slinky_topology.crdgen.cli import main
+from slinky_topology.crdgen.errors import CrdGenError
+from slinky_topology.crdgen.jsonschema import crd_to_jsonschema
+from slinky_topology.crdgen.loader import load_crds
+
+__all__ = ["CrdGenError", "crd_to_jsonschema", "load_crds", "main"]
