@@ -46,7 +46,7 @@ import yaml
 from slinky_harness.fleet import Fleet, load_fleet
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_MODULE = REPO_ROOT / "tools"
@@ -651,6 +651,21 @@ def _terminate(pids: set[int], grace: float = 10.0) -> None:
     for pid in alive:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` every 0.25 s until it returns something truthy; return that value.
+
+    Raises ``TimeoutError`` naming ``what`` after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.25)
 
 
 # --- command line ------------------------------------------------------------------------------

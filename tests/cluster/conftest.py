@@ -1,0 +1,101 @@
+"""Fixtures of the cluster tier: one kwok control plane per session, one namespace per test.
+
+The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok) is built
+once per machine by ``slinky_harness.controlplane.ensure_binaries`` and started with the fleet
+``tests/data/fleets/small-gpu.yaml`` (override with ``SLINKY_CLUSTER_FLEET``). Every test in this
+folder gets the ``cluster`` marker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes import client
+
+from slinky_harness.controlplane import Cluster, wait_until
+from slinky_harness.fleet import Fleet, load_fleet
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_FLEET = HERE.parent / "data" / "fleets" / "small-gpu.yaml"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "cluster: needs the kwok control plane (tests/cluster, nox -s cluster)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def fleet() -> Fleet:
+    return load_fleet(os.environ.get("SLINKY_CLUSTER_FLEET", str(DEFAULT_FLEET)))
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory, fleet: Fleet) -> Iterator[Cluster]:
+    """A running control plane with the fleet's nodes Ready; torn down at session end."""
+    workdir = tmp_path_factory.mktemp("kwok-cluster")
+    with Cluster.start(workdir, fleet=fleet) as running:
+        print(
+            f"\ncluster: started in {running.start_seconds:.1f}s "
+            f"({', '.join(f'{k} {v:.1f}s' for k, v in running.timings.items())}); "
+            f"KUBECONFIG={running.kubeconfig}"
+        )
+        yield running
+
+
+@pytest.fixture(scope="session")
+def api_client(cluster: Cluster) -> Iterator[Any]:
+    """``kubernetes.client.ApiClient`` bound to the session cluster."""
+    api = cluster.api_client()
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+@pytest.fixture(scope="session")
+def core(api_client: Any) -> Any:
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def apps(api_client: Any) -> Any:
+    return client.AppsV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def batch(api_client: Any) -> Any:
+    return client.BatchV1Api(api_client)
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, core: Any) -> Iterator[str]:
+    """A fresh namespace named after the test; deleted (without waiting) afterwards."""
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    wait_until(
+        lambda: (
+            core.list_namespaced_service_account(name, field_selector="metadata.name=default").items
+        ),
+        30,
+        f"the default ServiceAccount in {name}",
+    )
+    try:
+        yield name
+    finally:
+        core.delete_namespace(name)

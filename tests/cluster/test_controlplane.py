@@ -1,0 +1,247 @@
+"""The kwok control plane behaves like a cluster: version, fake GPU nodes, scheduling, Stages."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes import client
+
+from slinky_harness.controlplane import (
+    K8S_VERSION,
+    Cluster,
+    ControlPlaneError,
+    port_in_use,
+    wait_until,
+)
+from slinky_harness.fleet import GROUP_LABEL, FleetError, parse_fleet
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from slinky_harness.fleet import Fleet
+
+GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+PAUSE = "registry.k8s.io/pause:3.10"
+
+
+def _container(name: str = "main", gpus: int = 0) -> Any:
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else None
+    return client.V1Container(
+        name=name,
+        image=PAUSE,
+        resources=client.V1ResourceRequirements(
+            requests={"cpu": "100m", "memory": "64Mi"}, limits=limits
+        ),
+    )
+
+
+def _pod_phase(core: Any, namespace: str, name: str) -> str:
+    return str(core.read_namespaced_pod(name, namespace).status.phase)
+
+
+def test_server_reports_pinned_version(cluster: Cluster, api_client: Any) -> None:
+    info = client.VersionApi(api_client).get_code()
+    assert info.git_version == K8S_VERSION
+    assert (info.major, info.minor) == ("1", K8S_VERSION.split(".")[1])
+    assert info.git_tree_state == "clean"
+    versions = json.loads(cluster.kubectl("version", "-o", "json"))
+    assert versions["clientVersion"]["gitVersion"] == K8S_VERSION
+    assert versions["serverVersion"]["gitVersion"] == K8S_VERSION
+
+
+def test_fleet_nodes_are_ready_with_gpus_and_labels(core: Any, fleet: Fleet) -> None:
+    nodes = {node.metadata.name: node for node in core.list_node().items}
+    expected = fleet.nodes()
+    assert {n["metadata"]["name"] for n in expected} <= set(nodes)
+    for manifest in expected:
+        node = nodes[manifest["metadata"]["name"]]
+        ready = [c for c in node.status.conditions if c.type == "Ready"]
+        assert ready and ready[0].status == "True", node.metadata.name
+        for key, value in manifest["metadata"]["labels"].items():
+            assert node.metadata.labels.get(key) == value, (node.metadata.name, key)
+        for resource, quantity in manifest["status"]["capacity"].items():
+            assert node.status.capacity[resource] == quantity
+            assert node.status.allocatable[resource] == quantity
+    gpu_nodes = [n for n in nodes.values() if n.metadata.labels.get(GROUP_LABEL) == "h100"]
+    assert len(gpu_nodes) == 4
+    for node in gpu_nodes:
+        labels = node.metadata.labels
+        assert node.status.capacity["nvidia.com/gpu"] == "8"
+        assert labels["nvidia.com/gpu.present"] == "true"
+        assert labels["nvidia.com/gpu.product"] == GPU_PRODUCT
+        assert labels["nvidia.com/gpu.count"] == "8"
+        rack = labels["topology.slinky.dev/rack"]
+        assert labels["nvidia.com/gpu.clique"].endswith(f"{rack[-1]}.1")
+    racks = sorted(n.metadata.labels["topology.slinky.dev/rack"] for n in gpu_nodes)
+    assert racks == ["rack-0", "rack-0", "rack-1", "rack-1"]
+    cpu_node = nodes["cpu-01"]
+    assert "nvidia.com/gpu" not in cpu_node.status.capacity
+    assert "nvidia.com/gpu.present" not in cpu_node.metadata.labels
+
+
+def test_deployment_pods_run_on_matching_gpu_nodes(core: Any, apps: Any, namespace: str) -> None:
+    labels = {"app": "gpu-burn"}
+    deployment = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="gpu-burn"),
+        spec=client.V1DeploymentSpec(
+            replicas=3,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(
+                    node_selector={"nvidia.com/gpu.product": GPU_PRODUCT},
+                    containers=[_container(gpus=8)],
+                ),
+            ),
+        ),
+    )
+    apps.create_namespaced_deployment(namespace, deployment)
+
+    def ready() -> bool:
+        status = apps.read_namespaced_deployment_status("gpu-burn", namespace).status
+        return bool(status.ready_replicas == 3 and status.available_replicas == 3)
+
+    wait_until(ready, 60, "3 ready replicas")
+    pods = core.list_namespaced_pod(namespace, label_selector="app=gpu-burn").items
+    assert len(pods) == 3
+    hosts = set()
+    for pod in pods:
+        assert pod.status.phase == "Running"
+        assert pod.status.pod_ip
+        assert all(c.ready for c in pod.status.container_statuses)
+        node = core.read_node(pod.spec.node_name)
+        assert node.metadata.labels["nvidia.com/gpu.product"] == GPU_PRODUCT
+        hosts.add(pod.spec.node_name)
+    # 8 GPUs per node and 8 per pod: the scheduler must spread them one per node.
+    assert len(hosts) == 3
+
+
+def test_unschedulable_gpu_request_stays_pending(core: Any, namespace: str) -> None:
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="too-many-gpus"),
+        spec=client.V1PodSpec(containers=[_container(gpus=9)]),
+    )
+    core.create_namespaced_pod(namespace, pod)
+
+    def unschedulable() -> bool:
+        status = core.read_namespaced_pod("too-many-gpus", namespace).status
+        return any(
+            c.type == "PodScheduled" and c.reason == "Unschedulable"
+            for c in status.conditions or []
+        )
+
+    wait_until(unschedulable, 30, "the scheduler to report Unschedulable")
+    assert _pod_phase(core, namespace, "too-many-gpus") == "Pending"
+
+
+def test_helm_test_hook_pod_succeeds_and_plain_pod_keeps_running(core: Any, namespace: str) -> None:
+    hook = client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            name="release-test-connection",
+            annotations={
+                "helm.sh/hook": "test",
+                "helm.sh/hook-delete-policy": "before-hook-creation",
+            },
+        ),
+        spec=client.V1PodSpec(restart_policy="Never", containers=[_container("wget")]),
+    )
+    plain = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="plain"),
+        spec=client.V1PodSpec(containers=[_container()]),
+    )
+    core.create_namespaced_pod(namespace, hook)
+    core.create_namespaced_pod(namespace, plain)
+    wait_until(
+        lambda: _pod_phase(core, namespace, "release-test-connection") == "Succeeded",
+        30,
+        "the helm test pod to succeed",
+    )
+    done = core.read_namespaced_pod("release-test-connection", namespace)
+    terminated = done.status.container_statuses[0].state.terminated
+    assert terminated.exit_code == 0
+    assert terminated.reason == "Completed"
+    assert _pod_phase(core, namespace, "plain") == "Running"
+
+    core.delete_namespaced_pod("plain", namespace)
+    wait_until(
+        lambda: "plain" not in {p.metadata.name for p in core.list_namespaced_pod(namespace).items},
+        30,
+        "the deleted pod to disappear",
+    )
+
+
+def test_job_completes(batch: Any, namespace: str) -> None:
+    job = client.V1Job(
+        metadata=client.V1ObjectMeta(name="once"),
+        spec=client.V1JobSpec(
+            backoff_limit=0,
+            template=client.V1PodTemplateSpec(
+                spec=client.V1PodSpec(restart_policy="Never", containers=[_container()])
+            ),
+        ),
+    )
+    batch.create_namespaced_job(namespace, job)
+    wait_until(
+        lambda: (batch.read_namespaced_job_status("once", namespace).status.succeeded or 0) >= 1,
+        60,
+        "the Job to succeed",
+    )
+
+
+def test_second_cluster_on_a_used_port_is_refused(cluster: Cluster, tmp_path: Path) -> None:
+    port = cluster.ports.kube_apiserver
+    assert port_in_use(port)
+    with (
+        pytest.raises(ControlPlaneError, match=rf"already in use: kube_apiserver={port}"),
+        Cluster.start(tmp_path, kube_apiserver_port=port),
+    ):
+        pytest.fail("a second cluster started on a port in use")
+    # The first cluster is untouched.
+    assert cluster.kubectl("get", "--raw=/readyz").strip() == "ok"
+    assert not (tmp_path / "kwok").exists()
+
+
+def test_cluster_start_time_is_recorded(cluster: Cluster) -> None:
+    assert 0 < cluster.start_seconds < 120
+    assert set(cluster.timings) >= {"kwokctl_create", "api_ready", "nodes_ready"}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"nodeGroups": []}, "non-empty"),
+        ({"nodeGroups": [{"name": "a", "count": 1}]}, "resources.cpu"),
+        (
+            {
+                "nodeGroups": [
+                    {
+                        "name": "a",
+                        "count": 2,
+                        "namePattern": "x",
+                        "resources": {"cpu": 1, "memory": "1Gi"},
+                    }
+                ]
+            },
+            "appears twice",
+        ),
+        (
+            {
+                "nodeGroups": [
+                    {
+                        "name": "a",
+                        "count": 1,
+                        "resources": {"cpu": 1, "memory": "1Gi"},
+                        "gpu": {"count": 8},
+                    }
+                ]
+            },
+            "gpu.product",
+        ),
+        ({"nodeGroups": [{"name": "a", "count": 1, "colour": "red"}]}, "unknown keys"),
+    ],
+)
+def test_bad_fleet_files_are_rejected(document: dict[str, Any], message: str) -> None:
+    with pytest.raises(FleetError, match=message):
+        parse_fleet(document)
