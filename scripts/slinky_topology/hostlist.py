@@ -1,0 +1,190 @@
+"""Slurm hostlist expressions: expand and compress with Slurm's semantics.
+
+A hostlist is a comma-separated list of host expressions; each expression is literal text with
+zero or more bracket groups (``gpu[0001-0018]``, ``r[1-2]n[01-04]``, ``n[1,3,5-7]x``). Several
+bracket groups expand as a cartesian product, leftmost group outermost.
+
+Zero padding is significant, as in Slurm's ``src/common/hostlist.c``: the width of a range is the
+length of its lower bound as written (``n[08-10]`` is ``n08,n09,n10``; ``n[8-010]`` is
+``n8,n9,n10``), and compression only joins two hosts into one range when one width prints both:
+``n8,n9,n010`` compresses to ``n[8-9,010]``, never ``n[8-010]``.
+
+Compression follows Slurm's hostname model: the numeric part is the run of trailing digits; a
+name whose trailing digit run is longer than 18 digits is kept literally (Slurm keeps such numbers
+in an ``unsigned long``). Output is sorted and de-duplicated, so it does not depend on input order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+
+from slinky_topology.errors import InputError
+
+__all__ = ["MAX_NUM_DIGITS", "MAX_RANGE_HOSTS", "compress", "expand", "is_valid", "sort_hosts"]
+
+MAX_NUM_DIGITS = 18
+MAX_RANGE_HOSTS = 1 << 20
+_FORBIDDEN = frozenset("[], \t\n\r")
+_DIGITS = frozenset("0123456789")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split ``text`` on commas outside brackets; raise on unbalanced brackets."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+            if depth > 1:
+                raise InputError(f"nested '[' at offset {i} in hostlist {text!r}")
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise InputError(f"unmatched ']' at offset {i} in hostlist {text!r}")
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth != 0:
+        raise InputError(f"unclosed '[' in hostlist {text!r}")
+    parts.append(text[start:])
+    return parts
+
+
+def _expand_ranges(body: str, text: str) -> list[str]:
+    """Expand the inside of one bracket group (``1,3,05-07``) into formatted numbers."""
+    out: list[str] = []
+    for item in body.split(","):
+        lo_s, sep, hi_s = item.partition("-")
+        if not lo_s or not set(lo_s) <= _DIGITS or (sep and (not hi_s or not set(hi_s) <= _DIGITS)):
+            raise InputError(f"bad range {item!r} in hostlist {text!r} (use N or N-M, digits only)")
+        lo = int(lo_s)
+        hi = int(hi_s) if sep else lo
+        if hi < lo:
+            raise InputError(f"range {item!r} in hostlist {text!r} goes backwards")
+        if hi - lo + 1 > MAX_RANGE_HOSTS:
+            raise InputError(f"range {item!r} in hostlist {text!r} is too large")
+        width = len(lo_s)
+        out.extend(f"{n:0{width}d}" for n in range(lo, hi + 1))
+    return out
+
+
+def _expand_one(expr: str, text: str) -> list[str]:
+    pieces: list[list[str]] = []
+    i = 0
+    while i < len(expr):
+        j = expr.find("[", i)
+        if j < 0:
+            pieces.append([expr[i:]])
+            break
+        if j > i:
+            pieces.append([expr[i:j]])
+        k = expr.index("]", j)
+        pieces.append(_expand_ranges(expr[j + 1 : k], text))
+        i = k + 1
+    if len(pieces) == 1:
+        return pieces[0]
+    return ["".join(p) for p in itertools.product(*pieces)]
+
+
+def expand(text: str) -> list[str]:
+    """Expand a Slurm hostlist expression into host names, in written order.
+
+    Raises :class:`InputError` for malformed input (unbalanced or nested brackets, bad or
+    backwards ranges, whitespace). Empty list elements are skipped, as Slurm does.
+    """
+    if any(c in " \t\n\r" for c in text):
+        raise InputError(f"whitespace in hostlist {text!r}")
+    hosts: list[str] = []
+    for expr in _split_top(text):
+        if expr:
+            hosts.extend(_expand_one(expr, text))
+    return hosts
+
+
+def is_valid(text: str) -> bool:
+    """Return whether ``text`` parses as a hostlist."""
+    try:
+        expand(text)
+    except InputError:
+        return False
+    return True
+
+
+def _split_host(name: str) -> tuple[str, str]:
+    """Split a host name into (prefix, trailing digits); digits is '' when there is no number."""
+    end = len(name)
+    i = end
+    while i > 0 and name[i - 1] in _DIGITS:
+        i -= 1
+    digits = name[i:end]
+    if len(digits) > MAX_NUM_DIGITS:
+        return name, ""
+    return name[:i], digits
+
+
+def _widths(digits: str) -> tuple[int, int]:
+    """Widths that print the number exactly as ``digits`` (Slurm's width equivalence)."""
+    if len(digits) > 1 and digits[0] == "0":
+        return len(digits), len(digits)
+    return 1, len(digits)
+
+
+def compress(hosts: Iterable[str]) -> str:
+    """Compress host names into a sorted, de-duplicated Slurm hostlist expression.
+
+    ``expand(compress(s))`` has exactly the hosts of ``s`` once each. Raises :class:`InputError`
+    for a name that is empty or holds ``[``, ``]``, ``,`` or whitespace.
+    """
+    literals: set[str] = set()
+    numbered: dict[str, set[tuple[int, str]]] = defaultdict(set)
+    for name in hosts:
+        if not name or any(c in _FORBIDDEN for c in name):
+            raise InputError(f"host name {name!r} cannot appear in a hostlist")
+        prefix, digits = _split_host(name)
+        if digits:
+            numbered[prefix].add((int(digits), digits))
+        else:
+            literals.add(name)
+    pieces: list[tuple[str, int, str]] = [(name, 0, name) for name in literals]
+    for prefix, entries in numbered.items():
+        pieces.append((prefix, 1, _ranged(prefix, entries)))
+    pieces.sort(key=lambda p: (p[0], p[1]))
+    return ",".join(p[2] for p in pieces)
+
+
+def _ranged(prefix: str, entries: set[tuple[int, str]]) -> str:
+    # Each open range is [lo, hi, wmin, wmax]; ranges are keyed by their current upper bound.
+    ranges: list[list[int]] = []
+    open_by_hi: dict[int, list[list[int]]] = defaultdict(list)
+    for num, digits in sorted(entries, key=lambda e: (e[0], len(e[1]))):
+        a, b = _widths(digits)
+        placed = False
+        candidates = open_by_hi.get(num - 1)
+        if candidates:
+            for idx, rng in enumerate(candidates):
+                lo_w, hi_w = max(rng[2], a), min(rng[3], b)
+                if lo_w <= hi_w:
+                    del candidates[idx]
+                    rng[1], rng[2], rng[3] = num, lo_w, hi_w
+                    open_by_hi[num].append(rng)
+                    placed = True
+                    break
+        if not placed:
+            rng = [num, num, a, b]
+            ranges.append(rng)
+            open_by_hi[num].append(rng)
+    ranges.sort(key=lambda r: (r[0], r[2]))
+    texts = []
+    for lo, hi, w, _ in ranges:
+        texts.append(f"{lo:0{w}d}" if lo == hi else f"{lo:0{w}d}-{hi:0{w}d}")
+    if len(texts) == 1 and ranges[0][0] == ranges[0][1]:
+        return prefix + texts[0]
+    return f"{prefix}[{','.join(texts)}]"
+
+
+def sort_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
+    """Return the hosts de-duplicated in canonical order: the order of ``expand(compress(hosts))``."""
+    return tuple(expand(compress(hosts)))

@@ -1,0 +1,270 @@
+"""Parsers for Slurm topology files: ``topology.conf`` and ``topology.yaml``.
+
+They return the same :class:`~slinky_topology.model.TopologyDoc` the generator builds, so
+``parse(render(doc)) == doc``. Syntax errors raise :class:`~slinky_topology.errors.InputError`
+with ``path:line``; semantic rules are left to :mod:`slinky_topology.validate` (so a parsed file
+with duplicate names still loads and is reported in full).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from slinky_topology import hostlist
+from slinky_topology.errors import InputError
+from slinky_topology.model import (
+    Block,
+    BlockSpec,
+    FlatSpec,
+    Topology,
+    TopologyDoc,
+    TreeSpec,
+    TreeSwitch,
+)
+
+__all__ = ["detect_format", "parse_topology_conf", "parse_topology_file", "parse_topology_yaml"]
+
+_SWITCH_KEYS = {"switchname", "switches", "nodes", "linkspeed"}
+_BLOCK_KEYS = {"blockname", "nodes"}
+
+
+def _where(location: str | None, line: int) -> str:
+    return f"{location}:{line}" if location else f"line {line}"
+
+
+def _hosts(value: str, where: str) -> tuple[str, ...]:
+    try:
+        return tuple(hostlist.expand(value))
+    except InputError as exc:
+        raise InputError(exc.message, location=where) from None
+
+
+def parse_topology_conf(text: str, location: str | None = None) -> TopologyDoc:
+    """Parse topology.conf (tree or block) into a one-topology doc named ``default``."""
+    switches: list[TreeSwitch] = []
+    blocks: list[Block] = []
+    sizes: tuple[int, ...] | None = None
+    sizes_line: int | None = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        content = raw.split("#", 1)[0].strip()
+        if not content:
+            continue
+        where = _where(location, lineno)
+        pairs: dict[str, str] = {}
+        for token in content.split():
+            key, sep, value = token.partition("=")
+            if not sep or not key:
+                raise InputError(f"expected Key=Value, got {token!r}", location=where)
+            lkey = key.lower()
+            if lkey in pairs:
+                raise InputError(f"{key}= given twice on one line", location=where)
+            pairs[lkey] = value
+        first = content.split("=", 1)[0].lower()
+        if first == "switchname":
+            unknown = set(pairs) - _SWITCH_KEYS
+            if unknown:
+                raise InputError(f"unknown key {sorted(unknown)[0]} on a switch line",
+                                 location=where)
+            children = _hosts(pairs["switches"], where) if "switches" in pairs else ()
+            nodes = _hosts(pairs["nodes"], where) if "nodes" in pairs else ()
+            switches.append(TreeSwitch(pairs["switchname"], children, nodes, line=lineno))
+        elif first == "blockname":
+            unknown = set(pairs) - _BLOCK_KEYS
+            if unknown:
+                raise InputError(f"unknown key {sorted(unknown)[0]} on a block line",
+                                 location=where)
+            nodes = _hosts(pairs["nodes"], where) if "nodes" in pairs else ()
+            blocks.append(Block(pairs["blockname"], nodes, line=lineno))
+        elif first == "blocksizes":
+            if len(pairs) != 1:
+                raise InputError("BlockSizes= must be alone on its line", location=where)
+            if sizes is not None:
+                raise InputError("BlockSizes= given twice", location=where)
+            try:
+                sizes = tuple(int(v) for v in pairs["blocksizes"].split(","))
+            except ValueError:
+                raise InputError(
+                    f"BlockSizes={pairs['blocksizes']} is not a list of integers",
+                    location=where,
+                ) from None
+            sizes_line = lineno
+        else:
+            raise InputError(
+                f"unknown line starting with {first!r} (expected SwitchName=, BlockName= or "
+                "BlockSizes=)",
+                location=where,
+            )
+    if switches and (blocks or sizes is not None):
+        raise InputError("file mixes SwitchName= and BlockName=/BlockSizes= lines",
+                         location=location)
+    if switches:
+        return TopologyDoc((Topology("default", True, TreeSpec(tuple(switches))),))
+    if blocks or sizes is not None:
+        spec = BlockSpec(sizes or (), tuple(blocks), line=sizes_line)
+        return TopologyDoc((Topology("default", True, spec),))
+    return TopologyDoc(())
+
+
+def _mapping_keys(node: yaml.Node) -> list[tuple[str, yaml.Node, yaml.Node]]:
+    assert isinstance(node, yaml.MappingNode)
+    return [(str(k.value), k, v) for k, v in node.value]
+
+
+def _str(value: Any, what: str, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    raise InputError(f"{what} must be a string", location=where)
+
+
+def parse_topology_yaml(text: str, location: str | None = None) -> TopologyDoc:
+    """Parse topology.yaml: a list of ``{topology, cluster_default, tree|block|flat}`` items."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = _where(location, mark.line + 1) if mark is not None else location
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                         location=where) from None
+    if root is None:
+        return TopologyDoc(())
+    if not isinstance(root, yaml.SequenceNode) or not isinstance(data, list):
+        raise InputError("top level must be a list of topologies", location=location)
+    topologies: list[Topology] = []
+    for item_node, item in zip(root.value, data, strict=True):
+        line = item_node.start_mark.line + 1
+        where = _where(location, line)
+        if not isinstance(item_node, yaml.MappingNode) or not isinstance(item, dict):
+            raise InputError("each topology must be a mapping", location=where)
+        keys = _mapping_keys(item_node)
+        if not keys or keys[0][0] != "topology":
+            raise InputError("'topology' must be the first key of each item", location=where)
+        name = _str(item["topology"], "topology", where)
+        allowed = {"topology", "cluster_default", "tree", "block", "flat", "ring", "torus3d"}
+        unknown = [k for k, _, _ in keys if k not in allowed]
+        if unknown:
+            raise InputError(f"unknown key {unknown[0]!r} in topology {name}", location=where)
+        plugins = [k for k, _, _ in keys if k in {"tree", "block", "flat", "ring", "torus3d"}]
+        if len(plugins) != 1:
+            raise InputError(
+                f"topology {name} must have exactly one of tree, block, flat", location=where
+            )
+        default = item.get("cluster_default", False)
+        if not isinstance(default, bool):
+            raise InputError(f"cluster_default of {name} must be true or false", location=where)
+        kind = plugins[0]
+        value_node = next(v for k, _, v in keys if k == kind)
+        value = item[kind]
+        spec: TreeSpec | BlockSpec | FlatSpec
+        if kind == "tree":
+            spec = _parse_tree(value, value_node, location, name)
+        elif kind == "block":
+            spec = _parse_block(value, value_node, location, name)
+        elif kind == "flat":
+            if value is not True and not (
+                isinstance(value, dict) and set(value) <= {"alpha_step_rank"}
+            ):
+                raise InputError(f"flat of {name} must be true or {{alpha_step_rank: bool}}",
+                                 location=where)
+            spec = FlatSpec()
+        else:
+            raise InputError(f"{kind} topologies (Slurm 26.05) are not supported yet",
+                             location=where)
+        topologies.append(Topology(name, default, spec, line=line))
+    return TopologyDoc(tuple(topologies))
+
+
+def _items(value: Any, node: yaml.Node, key: str, location: str | None, name: str
+           ) -> list[tuple[dict[str, Any], int]]:
+    where = _where(location, node.start_mark.line + 1)
+    if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
+        raise InputError(f"{name}: expected a mapping", location=where)
+    lst = value.get(key, [])
+    lst_node = next((v for k, _, v in _mapping_keys(node) if k == key), None)
+    if not isinstance(lst, list) or (lst and not isinstance(lst_node, yaml.SequenceNode)):
+        raise InputError(f"{name}: {key} must be a list", location=where)
+    out: list[tuple[dict[str, Any], int]] = []
+    for i, entry in enumerate(lst):
+        assert isinstance(lst_node, yaml.SequenceNode)
+        line = lst_node.value[i].start_mark.line + 1
+        if not isinstance(entry, dict):
+            raise InputError(f"{name}: each {key} item must be a mapping",
+                             location=_where(location, line))
+        out.append((entry, line))
+    return out
+
+
+def _parse_tree(value: Any, node: yaml.Node, location: str | None, name: str) -> TreeSpec:
+    unknown = set(value) - {"switches"} if isinstance(value, dict) else set()
+    if unknown:
+        raise InputError(f"{name}: unknown tree key {sorted(unknown)[0]!r}",
+                         location=_where(location, node.start_mark.line + 1))
+    switches: list[TreeSwitch] = []
+    for entry, line in _items(value, node, "switches", location, name):
+        where = _where(location, line)
+        bad = set(entry) - {"switch", "children", "nodes"}
+        if bad or "switch" not in entry:
+            raise InputError(f"{name}: switch items take switch, children, nodes",
+                             location=where)
+        children = _hosts(_str(entry["children"], "children", where), where) \
+            if entry.get("children") is not None else ()
+        nodes = _hosts(_str(entry["nodes"], "nodes", where), where) \
+            if entry.get("nodes") is not None else ()
+        switches.append(TreeSwitch(_str(entry["switch"], "switch", where), children, nodes,
+                                   line=line))
+    return TreeSpec(tuple(switches))
+
+
+def _parse_block(value: Any, node: yaml.Node, location: str | None, name: str) -> BlockSpec:
+    where = _where(location, node.start_mark.line + 1)
+    unknown = set(value) - {"block_sizes", "blocks"} if isinstance(value, dict) else set()
+    if unknown:
+        raise InputError(f"{name}: unknown block key {sorted(unknown)[0]!r}", location=where)
+    blocks: list[Block] = []
+    for entry, line in _items(value, node, "blocks", location, name):
+        bwhere = _where(location, line)
+        bad = set(entry) - {"block", "nodes"}
+        if bad or "block" not in entry:
+            raise InputError(f"{name}: block items take block, nodes", location=bwhere)
+        nodes = _hosts(_str(entry["nodes"], "nodes", bwhere), bwhere) \
+            if entry.get("nodes") is not None else ()
+        blocks.append(Block(_str(entry["block"], "block", bwhere), nodes, line=line))
+    raw = value.get("block_sizes")
+    sizes: tuple[int, ...] = ()
+    if raw is not None:
+        if isinstance(raw, str):
+            raw = raw.split(",")
+        if not isinstance(raw, list):
+            raise InputError(f"{name}: block_sizes must be a list of integers", location=where)
+        try:
+            sizes = tuple(int(v) for v in raw)
+        except (TypeError, ValueError):
+            raise InputError(f"{name}: block_sizes must be a list of integers",
+                             location=where) from None
+    return BlockSpec(sizes, tuple(blocks), line=node.start_mark.line + 1)
+
+
+def detect_format(text: str, path: str | None = None) -> str:
+    """``"yaml"`` or ``"conf"``, from the file name, else from the first meaningful line."""
+    if path is not None:
+        lower = path.lower()
+        if lower.endswith((".yaml", ".yml")):
+            return "yaml"
+        if lower.endswith(".conf"):
+            return "conf"
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            return "yaml" if line.startswith("-") else "conf"
+    return "conf"
+
+
+def parse_topology_file(text: str, location: str | None = None) -> tuple[TopologyDoc, bool]:
+    """Parse either format; return ``(doc, is_conf)``."""
+    if detect_format(text, location) == "yaml":
+        return parse_topology_yaml(text, location), False
+    return parse_topology_conf(text, location), True
