@@ -18,11 +18,22 @@ result, so the conversion mirrors what the API server accepts:
 from __future__ import annotations
 
 import copy
+import re
+from datetime import datetime
 from typing import Any
+
+import jsonschema as _jsonschema
 
 from slinky_topology.crdgen.errors import SchemaError
 
-__all__ = ["DIALECT", "crd_to_jsonschema", "openapi_to_jsonschema", "version_schema"]
+__all__ = [
+    "DIALECT",
+    "FORMAT_CHECKER",
+    "crd_to_jsonschema",
+    "crd_validator",
+    "openapi_to_jsonschema",
+    "version_schema",
+]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -150,3 +161,29 @@ def crd_to_jsonschema(crd: dict[str, Any], version: str, *, strict: bool = True)
     out["$schema"] = DIALECT
     out["title"] = f"{kind} ({group}/{version})"
     return out
+
+
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+#: Format checker for the formats Kubernetes types use (``date-time`` as RFC 3339, like
+#: metav1.Time); jsonschema only checks date-time when optional packages are installed.
+FORMAT_CHECKER = _jsonschema.FormatChecker(formats=())
+
+
+@FORMAT_CHECKER.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not _RFC3339.match(value):
+        return False
+    datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    return True
+
+
+def crd_validator(
+    crd: dict[str, Any], version: str, *, strict: bool = True
+) -> _jsonschema.Draft202012Validator:
+    """A ready validator (with :data:`FORMAT_CHECKER`) for resources of ``crd``."""
+    schema = crd_to_jsonschema(crd, version, strict=strict)
+    return _jsonschema.Draft202012Validator(schema, format_checker=FORMAT_CHECKER)

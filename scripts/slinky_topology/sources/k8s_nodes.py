@@ -1,0 +1,318 @@
+"""Build a fabric from Kubernetes Node labels, through a label preset.
+
+Input is a ``kubectl get nodes -o json`` document (a ``List``), a single Node, or a list of Node
+dicts; :func:`read_cluster_nodes` fetches the same from a live API server (the ``kubernetes``
+client is imported lazily, only there).
+
+A :class:`LabelPreset` names the label keys of the switch tiers (closest to the node first) and
+of the NVLink domain. Presets (topology.md c and f.1): ``gfd``, ``topograph``, ``gke``, ``eks``,
+``nebius``, ``coreweave``, ``crusoe``, ``oci``; ``auto`` picks the one whose keys are present;
+:func:`preset_from_label_map` builds a custom one from ``accelerator=KEY,leaf=KEY,spine=KEY,...``.
+
+Switch names are the label values; when one value names two different switches (for instance
+CoreWeave leafgroup ``1`` under two superpods) it is qualified by its ancestors' values, root
+first (``superpod2-1``). ``nvidia.com/gpu.clique`` values ``<ClusterUUID>.<CliqueId>`` give the
+domain (ClusterUUID: the physical NVLink domain) and sub-domain (clique).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from slinky_topology.errors import InputError
+from slinky_topology.model import Fabric, Node, Switch, is_safe_name
+
+__all__ = [
+    "GFD_CLIQUE",
+    "PRESETS",
+    "LabelPreset",
+    "detect_preset",
+    "fabric_from_nodes",
+    "node_items",
+    "preset_from_label_map",
+    "read_cluster_nodes",
+    "resolve_preset",
+]
+
+GFD_CLIQUE = "nvidia.com/gpu.clique"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPreset:
+    """Label keys of one provider.
+
+    ``tiers``: switch tier keys, closest first (missing keys on a node are skipped).
+    ``domains``: NVLink domain keys, first present wins; keys in ``clique_keys`` hold
+    ``<domain>.<subdomain>`` values.
+    """
+
+    name: str
+    tiers: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    clique_keys: tuple[str, ...] = ()
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        """Keys that identify this preset in ``auto`` mode (the generic GFD key excluded)."""
+        return tuple(k for k in (*self.tiers, *self.domains) if k != GFD_CLIQUE)
+
+
+PRESETS: dict[str, LabelPreset] = {
+    p.name: p
+    for p in (
+        LabelPreset("gfd", domains=(GFD_CLIQUE,), clique_keys=(GFD_CLIQUE,)),
+        LabelPreset(
+            "topograph",
+            tiers=tuple(f"fabric.topograph.run/tier-{i}" for i in range(8)),
+            domains=("accelerator.topograph.run/domain",),
+        ),
+        LabelPreset(
+            "gke",
+            tiers=("cloud.google.com/gce-topology-subblock", "cloud.google.com/gce-topology-block"),
+            domains=("cloud.google.com/gce-topology-subblock",),
+        ),
+        LabelPreset(
+            "eks",
+            tiers=tuple(f"topology.k8s.aws/network-node-layer-{i}" for i in (4, 3, 2, 1)),
+            domains=("topology.k8s.aws/ultraserver-id", GFD_CLIQUE),
+            clique_keys=(GFD_CLIQUE,),
+        ),
+        LabelPreset(
+            "nebius",
+            tiers=("topology.nebius.com/tier-1", "topology.nebius.com/tier-2"),
+            domains=("topology.nebius.com/tier-0",),
+        ),
+        LabelPreset(
+            "coreweave",
+            tiers=(
+                "ib.coreweave.cloud/leafgroup",
+                "ib.coreweave.cloud/superpod",
+                "ib.coreweave.cloud/fabric",
+            ),
+            domains=("ds.coreweave.com/nvlink.domain",),
+        ),
+        LabelPreset(
+            "crusoe",
+            tiers=("crusoe.ai/pod.id", "crusoe.ai/ib.partition.id"),
+            domains=(GFD_CLIQUE,),
+            clique_keys=(GFD_CLIQUE,),
+        ),
+        LabelPreset(
+            "oci",
+            tiers=("oci.oraclecloud.com/host.rack_id", "oci.oraclecloud.com/host.network_block_id"),
+            domains=("oci.oraclecloud.com/host.gpu_memory_fabric_id",),
+        ),
+    )
+}
+
+_TIER_ORDER = {"leaf": 0, "spine": 1, "core": 2}
+
+
+def preset_from_label_map(text: str) -> LabelPreset:
+    """Parse ``accelerator=KEY,leaf=KEY,spine=KEY,core=KEY`` (also ``tierN=KEY``, ``domain=``).
+
+    Tiers order: ``leaf`` < ``spine`` < ``core``, or ``tier0`` < ``tier1`` < ...
+    """
+    tiers: list[tuple[int, str]] = []
+    domains: list[str] = []
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        role, sep, key = item.partition("=")
+        role = role.strip().lower()
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"label map item {item!r} is not ROLE=LABEL_KEY")
+        if role in ("accelerator", "domain", "nvlink"):
+            domains.append(key)
+        elif role in _TIER_ORDER:
+            tiers.append((_TIER_ORDER[role], key))
+        elif role.startswith("tier") and role[4:].isdigit():
+            tiers.append((int(role[4:]), key))
+        else:
+            raise InputError(
+                f"label map role {role!r} is unknown (use accelerator, leaf, spine, core, tierN)"
+            )
+    if not tiers and not domains:
+        raise InputError("label map is empty")
+    orders = [o for o, _ in tiers]
+    if len(set(orders)) != len(orders):
+        raise InputError("label map names one tier twice")
+    keys = tuple(k for _, k in sorted(tiers))
+    clique = tuple(k for k in domains if k == GFD_CLIQUE)
+    return LabelPreset("custom", keys, tuple(domains), clique)
+
+
+def node_items(document: Any) -> list[Mapping[str, Any]]:
+    """The Node objects of a ``kubectl get nodes -o json`` document, a Node, or a list."""
+    if isinstance(document, Mapping):
+        if "items" in document:
+            items = document["items"]
+        elif document.get("kind") == "Node":
+            items = [document]
+        else:
+            raise InputError("expected a NodeList (kubectl get nodes -o json) or a Node")
+    elif isinstance(document, Sequence) and not isinstance(document, str | bytes):
+        items = document
+    else:
+        raise InputError("expected a NodeList, a Node or a list of Nodes")
+    out: list[Mapping[str, Any]] = []
+    for i, item in enumerate(items):
+        meta = item.get("metadata") if isinstance(item, Mapping) else None
+        if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+            raise InputError(f"node {i} has no metadata.name", location=f"$.items[{i}]")
+        out.append(item)
+    return out
+
+
+def _labels(item: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = item["metadata"].get("labels") or {}
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
+    """Pick the preset whose label keys appear on the nodes (``auto``)."""
+    present: set[str] = set()
+    for item in items:
+        present.update(_labels(item))
+    found = [
+        p for p in PRESETS.values() if p.name != "gfd" and any(k in present for k in p.signature)
+    ]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise InputError(
+            f"labels of several presets found ({names}); choose one with --preset "
+            "or give --label-map"
+        )
+    if GFD_CLIQUE in present:
+        return PRESETS["gfd"]
+    known = ", ".join(sorted(PRESETS))
+    raise InputError(
+        f"no known topology labels on the nodes (presets: {known}); give --preset or --label-map"
+    )
+
+
+def resolve_preset(
+    items: Sequence[Mapping[str, Any]], preset: str = "auto", label_map: str | None = None
+) -> LabelPreset:
+    """The preset to use: a custom label map, a named preset, or ``auto`` detection."""
+    if label_map:
+        return preset_from_label_map(label_map)
+    if preset == "auto":
+        return detect_preset(items)
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset {preset!r} (known: auto, {', '.join(sorted(PRESETS))})")
+    return PRESETS[preset]
+
+
+def _switch_name(chain: tuple[str, ...], i: int, taken: Counter[str]) -> str:
+    value = chain[i]
+    if taken[value] == 1 and is_safe_name(value):
+        return value
+    qualified = "-".join(reversed(chain[i:]))
+    if is_safe_name(qualified) and taken[qualified] == 0:
+        return qualified
+    return "sw-" + hashlib.sha256("\0".join(chain[i:]).encode()).hexdigest()[:16]
+
+
+def fabric_from_nodes(
+    document: Any,
+    *,
+    preset: str = "auto",
+    label_map: str | None = None,
+    slurm_name_key: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    name: str = "cluster",
+) -> Fabric:
+    """Build a fabric from Node objects (see module doc).
+
+    ``slurm_name_key``: label or annotation holding the Slurm node name (default: the Node name).
+    ``node_selector``: only Nodes whose labels match every ``key: value``.
+    """
+    items = node_items(document)
+    if node_selector:
+        items = [
+            it for it in items if all(_labels(it).get(k) == v for k, v in node_selector.items())
+        ]
+    chosen = resolve_preset(items, preset, label_map)
+    rows: list[tuple[str, str, tuple[str, ...], str | None, str | None]] = []
+    for item in items:
+        meta = item["metadata"]
+        labels = _labels(item)
+        kube = meta["name"]
+        slurm = kube
+        if slurm_name_key:
+            annotations = meta.get("annotations") or {}
+            value = labels.get(slurm_name_key, annotations.get(slurm_name_key))
+            if not isinstance(value, str) or not value:
+                raise InputError(f"node {kube} has no label or annotation {slurm_name_key}")
+            slurm = value
+        chain = tuple(labels[k] for k in chosen.tiers if labels.get(k))
+        domain: str | None = None
+        sub: str | None = None
+        for key in chosen.domains:
+            value = labels.get(key)
+            if value:
+                if key in chosen.clique_keys and "." in value:
+                    domain, _, sub = value.rpartition(".")
+                else:
+                    domain = value
+                break
+        rows.append((slurm, kube, chain, domain, sub))
+
+    identities = {chain[i:] for _, _, chain, _, _ in rows for i in range(len(chain))}
+    taken: Counter[str] = Counter(ident[0] for ident in identities)
+    names = {ident: _switch_name(ident, 0, taken) for ident in sorted(identities)}
+    switches = [
+        Switch(names[ident], names[ident[1:]] if len(ident) > 1 else None)
+        for ident in sorted(identities)
+    ]
+    nodes = [
+        Node(
+            name=slurm,
+            k8s_name=None if kube == slurm else kube,
+            leaf=names[chain] if chain else None,
+            domain=domain,
+            subdomain=sub,
+        )
+        for slurm, kube, chain, domain, sub in rows
+    ]
+    return Fabric(name=name, switches=tuple(switches), nodes=tuple(nodes))
+
+
+def read_cluster_nodes(api: Any | None = None, label_selector: str | None = None) -> list[Any]:
+    """List Nodes from the API server as plain dicts (needs the ``kubernetes`` package).
+
+    ``api``: a ``kubernetes.client.CoreV1Api``; default: built from in-cluster config or
+    kubeconfig.
+    """
+    if api is None:
+        try:
+            from kubernetes import client, config  # noqa: PLC0415 - optional, lazy
+        except ImportError as exc:  # pragma: no cover - kubernetes is a dependency
+            raise InputError("--from-cluster needs the kubernetes Python package") from exc
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            try:
+                config.load_kube_config()
+            except (config.ConfigException, OSError) as exc:
+                raise InputError(f"no Kubernetes configuration found: {exc}") from None
+        api = client.CoreV1Api()
+    out: list[Any] = []
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"limit": 500}
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        if token:
+            kwargs["_continue"] = token
+        page = api.list_node(**kwargs)
+        out.extend(api.api_client.sanitize_for_serialization(i) for i in page.items)
+        token = getattr(page.metadata, "_continue", None)
+        if not token:
+            return out
