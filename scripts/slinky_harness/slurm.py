@@ -92,7 +92,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +115,8 @@ __all__ = [
     "SLURM_SERIES",
     "ChrootInfo",
     "CommandResult",
+    "ConfigFiles",
+    "CtldFactory",
     "LoadResult",
     "SlurmChrootError",
     "SlurmCommandError",
@@ -129,6 +132,9 @@ __all__ = [
 
 FileSource = str | bytes | Path
 ConfigFiles = Path | Mapping[str, FileSource]
+"""A config folder, or file name -> content (text, bytes, or a file to copy)."""
+CtldFactory = Callable[[ConfigFiles], AbstractContextManager["SlurmCtld"]]
+"""What the tier's ``start_ctld`` fixture returns: ``with start_ctld(files) as ctld: ...``."""
 
 HOSTNAME = "slurmctld"
 CONF_DIR = f"{MOUNT_POINT}/etc"
@@ -192,6 +198,12 @@ class CommandResult:
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
+
+    @property
+    def ok(self) -> bool:
+        """Exit 0 and no ``error`` on stderr: some scontrol reads (``show topology``) exit 0 even
+        when the request failed (``slurm_load_topo error: ...``)."""
+        return self.returncode == 0 and not re.search(r"\berror\b", self.stderr, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -318,9 +330,10 @@ class SlurmCtld:
     # --- processes -------------------------------------------------------------------------------
 
     def _argv(self, argv: Sequence[str], *, hostname: str | None = None) -> list[str]:
-        return chroot_argv(
-            self.root, argv, binds={MOUNT_POINT: self.workdir}, hostname=hostname
-        )
+        # /run is per controller too: slurmctld serves auth/slurm tokens to local clients on
+        # /run/slurmctld/sack.socket, and a shared /run would let clients ask the wrong controller.
+        binds = {MOUNT_POINT: self.workdir, "/run": self.workdir / "run"}
+        return chroot_argv(self.root, argv, binds=binds, hostname=hostname)
 
     def _client(self, name: str) -> str:
         if self.emulator and (self.root / "usr/bin" / f"{name}-emulator").exists():
@@ -330,7 +343,10 @@ class SlurmCtld:
     def run(
         self, *argv: str, check: bool = True, timeout: float = 60.0, input: str | None = None
     ) -> CommandResult:
-        """Run a command in the chroot with ``SLURM_CONF`` pointing at this controller's slurm.conf."""
+        """Run a command in the chroot with ``SLURM_CONF`` pointing at this controller's slurm.conf.
+
+        ``check``: raise :class:`SlurmCommandError` unless :attr:`CommandResult.ok`.
+        """
         env = {**CHROOT_ENV, "SLURM_CONF": CONF_PATH}
         res = subprocess.run(
             self._argv(argv),
@@ -342,7 +358,7 @@ class SlurmCtld:
             check=False,
         )
         result = CommandResult(tuple(argv), res.returncode, res.stdout, res.stderr)
-        if check and res.returncode != 0:
+        if check and not result.ok:
             raise SlurmCommandError(argv, res.returncode, res.stdout, res.stderr)
         return result
 
@@ -357,6 +373,11 @@ class SlurmCtld:
         """Everything slurmctld logged (its stderr in ``-D`` mode: also what came before the log file)."""
         path = self.workdir / "slurmctld.stderr"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        """Pid of the slurmctld process (also its process group id)."""
+        return self._proc.pid if self._proc is not None else 0
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -432,11 +453,12 @@ class SlurmCtld:
 
     def _prepare(self, files: Mapping[str, bytes]) -> None:
         uid, gid = self.info.slurm_uid, self.info.slurm_gid
-        for sub in ("state", "spool"):
+        for sub in ("state", "spool", "run"):
             d = self.workdir / sub
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
-            os.chown(d, uid, gid)
+            if sub != "run":
+                os.chown(d, uid, gid)
         self.workdir.chmod(0o755)
         os.chown(self.workdir, uid, gid)
         shutil.rmtree(self.etc_dir, ignore_errors=True)
@@ -606,7 +628,7 @@ def check_load(
             for name in ["", *names]:
                 res = ctld.run(ctld._client("scontrol"), "show", "topology", *([name] if name else []),
                                check=False)  # fmt: skip
-                if res.returncode == 0:
+                if res.ok:
                     topologies[name] = res.stdout
                 else:
                     failures[name] = res.output.strip()

@@ -1,0 +1,112 @@
+"""Fixtures of the real-Slurm tier: one Slurm 26.05 chroot per machine, one slurmctld per test.
+
+The chroot (Debian sid, debootstrap) is built once per machine by ``slinky_harness.slurm.ensure_chroot``
+into ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/`` and reused by every later session.
+The tier needs Linux and root; elsewhere it is skipped, unless ``SLINKY_REQUIRE_SLURM=1`` (CI) turns the
+skip into a failure. Every test in this folder gets the ``slurm`` marker. The terminal summary reports the
+chroot time (cold build or warm reuse) and controller start-up times.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from slinky_harness.slurm import chroot_info, ensure_chroot, slurmctld
+from slinky_harness.slurm_chroot import SLURM_SERIES, SUITE, cache_root
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from slinky_harness.slurm import ConfigFiles, CtldFactory, SlurmCtld
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent / "data" / "slurm"
+
+_timings: dict[str, float] = {}
+_starts: list[float] = []
+_chroot_state: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slurm: needs real Slurm 26.05 in the cached chroot (tests/slurm, nox -s slurm)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.slurm)
+
+
+def _unavailable() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "real Slurm needs Linux"
+    if os.geteuid() != 0:
+        return "real Slurm needs root (debootstrap, chroot, mount namespaces)"
+    for tool in ("unshare", "chroot", "mount"):
+        if shutil.which(tool) is None:
+            return f"real Slurm needs {tool}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def slurm_root() -> Path:
+    """The Slurm chroot, built on first use (about 1.5 min cold), then reused."""
+    reason = _unavailable()
+    if reason is not None:
+        if os.environ.get("SLINKY_REQUIRE_SLURM") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    warm = (cache_root() / f"{SUITE}-{SLURM_SERIES}" / ".slinky-chroot.json").exists()
+    started = time.monotonic()
+    root = ensure_chroot()
+    _timings["chroot"] = time.monotonic() - started
+    info = chroot_info(root)
+    _chroot_state.append(
+        f"{'reused' if warm else 'built'} {root} (slurm {info.slurm_version}, "
+        f"emulator {'yes' if info.emulator else 'no'}, cold build took {info.build_seconds:.0f} s)"
+    )
+    return root
+
+
+@pytest.fixture
+def slurm_data() -> Path:
+    """``tests/data/slurm``: hand-written config folders."""
+    return DATA
+
+
+@pytest.fixture
+def start_ctld(slurm_root: Path, tmp_path: Path) -> CtldFactory:
+    """Factory: ``with start_ctld(files) as ctld:`` starts a controller in a fresh work folder."""
+    counter = iter(range(1000))
+
+    @contextmanager
+    def factory(files: ConfigFiles) -> Iterator[SlurmCtld]:
+        t0 = time.monotonic()
+        with slurmctld(files, root=slurm_root, workdir=tmp_path / f"ctld{next(counter)}") as ctld:
+            _starts.append(time.monotonic() - t0)
+            yield ctld
+
+    return factory
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _chroot_state:
+        return
+    tr = terminalreporter
+    tr.section("real Slurm")
+    tr.write_line(f"chroot: {_chroot_state[0]}; this session: {_timings['chroot']:.2f} s")
+    if _starts:
+        tr.write_line(
+            f"slurmctld starts: {len(_starts)}, mean {sum(_starts) / len(_starts):.2f} s, "
+            f"max {max(_starts):.2f} s"
+        )

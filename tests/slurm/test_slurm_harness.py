@@ -1,0 +1,171 @@
+"""The harness itself: pinned chroot, warm reuse, controller lifecycle, isolation, cleanup."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from slinky_harness.slurm import (
+    HARNESS_KEYS,
+    SLURM_SERIES,
+    SlurmctldStartError,
+    chroot_info,
+    compose_slurm_conf,
+    ensure_chroot,
+    parse_records,
+    slurmctld,
+)
+from slinky_harness.slurm_chroot import debian_mirror
+from slinky_harness.slurm_topo import parse_topology_conf, read_tree
+
+if TYPE_CHECKING:
+    from slinky_harness.slurm import CtldFactory
+
+
+def _mounts_under(path: Path) -> list[str]:
+    prefix = str(path.resolve())
+    lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
+    return [ln.split()[4] for ln in lines if ln.split()[4].startswith(prefix)]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_chroot_is_pinned_to_slurm_series(slurm_root: Path) -> None:
+    info = chroot_info(slurm_root)
+    assert info.slurm_version.startswith(SLURM_SERIES + "."), info.slurm_version
+    assert (slurm_root / "usr/sbin/slurmctld-wlm").exists()
+    assert (slurm_root / "usr/bin/scontrol").exists()
+    # the emulator build is optional; when recorded as present its binaries must be there
+    if info.emulator:
+        assert (slurm_root / "usr/sbin/slurmctld-wlm-emulator").exists()
+        assert (slurm_root / "usr/sbin/slurmd-wlm-emulator").exists()
+
+
+def test_chroot_lives_outside_the_clone(slurm_root: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    assert repo not in slurm_root.resolve().parents
+
+
+def test_warm_reuse_is_instant(slurm_root: Path) -> None:
+    started = time.monotonic()
+    assert ensure_chroot() == slurm_root
+    assert time.monotonic() - started < 1.0
+
+
+def test_mirror_comes_from_apt_sources(slurm_root: Path) -> None:
+    if os.environ.get("SLINKY_DEBIAN_MIRROR"):
+        pytest.skip("mirror overridden by SLINKY_DEBIAN_MIRROR")
+    sources = [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*")]
+    text = "".join(p.read_text(errors="replace") for p in sources if p.is_file())
+    mirror = debian_mirror()
+    assert mirror in text
+    assert chroot_info(slurm_root).mirror == mirror
+
+
+def test_harness_keys_are_refused() -> None:
+    for key in ("SlurmctldPort", "slurmctldhost", "AuthType"):
+        assert key.lower() in HARNESS_KEYS
+        with pytest.raises(ValueError, match=key.lower()):
+            compose_slurm_conf(f"{key}=x\nNodeName=n1 State=CLOUD\n", {})
+    text = compose_slurm_conf("ClusterName=mine\n", {"SlurmctldPort": "1"})
+    assert "ClusterName=slinky" not in text
+    assert "SlurmctldPort=1" in text
+
+
+def test_parse_records_keeps_values_with_spaces() -> None:
+    recs = parse_records("NodeName=a OS=Linux 6.1.0 #1 SMP Topology=t:x\n\nSwitchName=s Nodes=\n")
+    assert recs == [
+        {"NodeName": "a", "OS": "Linux 6.1.0 #1 SMP", "Topology": "t:x"},
+        {"SwitchName": "s", "Nodes": ""},
+    ]
+
+
+def test_controller_answers_and_stops_cleanly(slurm_root: Path, slurm_data: Path) -> None:
+    with slurmctld(slurm_data / "tree", root=slurm_root) as ctld:
+        pid = ctld.pid
+        workdir = ctld.workdir
+        assert ctld.alive()
+        assert "UP" in ctld.scontrol("ping")
+        expected = parse_topology_conf((slurm_data / "tree/topology.conf").read_text())
+        assert set(ctld.sinfo("-h", "-N", "-o", "%N").split()) == expected.all_nodes()
+        assert "Running as primary controller" in ctld.log()
+        assert (workdir / "etc/slurm.key").stat().st_size == 1024
+        assert (workdir / "etc/slurm.key").stat().st_mode & 0o777 == 0o600
+    assert not _pid_alive(pid)
+    assert not workdir.exists()  # temporary work folder removed
+    assert _mounts_under(slurm_root) == []
+
+
+def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) -> None:
+    files = {
+        "slurm.conf": "TopologyPlugin=topology/tree\nNodeName=n[1-2] State=CLOUD\n",
+        "topology.conf": "SwitchName=s1 Switches=nosuch\n",
+    }
+    with pytest.raises(SlurmctldStartError) as err:
+        with slurmctld(files, root=slurm_root, workdir=tmp_path / "w"):
+            pass
+    assert err.value.returncode not in (None, 0)
+    assert "nosuch" in str(err.value)
+    assert "nosuch" in err.value.log
+    assert _mounts_under(slurm_root) == []
+
+
+def test_exception_in_body_still_stops_controller(slurm_root: Path, slurm_data: Path) -> None:
+    pid = 0
+    with pytest.raises(RuntimeError, match="boom"):
+        with slurmctld(slurm_data / "tree", root=slurm_root) as ctld:
+            pid = ctld.pid
+            raise RuntimeError("boom")
+    assert pid and not _pid_alive(pid)
+
+
+def test_controllers_run_concurrently_in_isolation(
+    slurm_root: Path, slurm_data: Path, tmp_path: Path
+) -> None:
+    """Three controllers at once: own ports, own state, own config; each shows its own topology."""
+    tree = (slurm_data / "tree/topology.conf").read_text()
+    variants = {}
+    for i in range(3):
+        # leaf<i> only, so each controller's topology differs
+        leaf = [ln for ln in tree.splitlines() if ln.startswith(f"SwitchName=leaf{i + 1} ")][0]
+        nodes = re.search(r"Nodes=(\S+)", leaf)
+        assert nodes
+        variants[f"c{i}"] = {
+            "slurm.conf": f"ClusterName=c{i}\nTopologyPlugin=topology/tree\n"
+            f"NodeName={nodes.group(1)} CPUs=1 State=CLOUD\nPartitionName=p Nodes=ALL\n",
+            "topology.conf": leaf + "\n",
+        }
+    with ExitStack() as stack:
+        ctlds = {
+            name: stack.enter_context(slurmctld(files, root=slurm_root, workdir=tmp_path / name))
+            for name, files in variants.items()
+        }
+        assert len({c.port for c in ctlds.values()}) == 3
+        for name, ctld in ctlds.items():
+            expected = parse_topology_conf(variants[name]["topology.conf"])
+            shown = read_tree(ctld.show_topology())
+            assert set(shown) == set(expected.children)
+            assert f"ClusterName = {name}" in ctld.scontrol("show", "config")
+            assert (tmp_path / name / "state").is_dir()
+    assert _mounts_under(slurm_root) == []
+
+
+def test_start_time(start_ctld: CtldFactory, slurm_data: Path) -> None:
+    """One controller starts (files written, daemon up, ping answered) well within 10 s."""
+    started = time.monotonic()
+    with start_ctld(slurm_data / "tree") as ctld:
+        elapsed = time.monotonic() - started
+        assert ctld.alive()
+    assert elapsed < 10.0
