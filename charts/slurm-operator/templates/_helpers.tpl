@@ -29,11 +29,13 @@ Usage: {{ include "slurm-operator.fullname" . }}
 {{- end }}
 
 {{- /*
-Name of a component object: the base name truncated to 52 characters, then "-<suffix>".
+Name of a component object: the base name truncated to 52 characters (less for suffixes over
+10 characters, so the result stays within 63), then "-<suffix>".
 Usage: {{ include "slurm-operator.componentName" (dict "context" . "suffix" "webhook") }}
 */}}
 {{- define "slurm-operator.componentName" -}}
-{{- printf "%s-%s" (include "slurm-operator.fullname" .context | trunc 52 | trimSuffix "-") .suffix }}
+{{- $max := min 52 (sub 62 (len .suffix)) | int }}
+{{- printf "%s-%s" (include "slurm-operator.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
 {{- end }}
 
 {{- /*
