@@ -295,8 +295,8 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         names = {d for d in names if scoped.get(d)}
     sizes: dict[str, int] = {}
     for d in names:
-        slots = declared[d].slots if d in declared else None
-        sizes[d] = max(slots or 0, len(all_nodes.get(d, ())), 1)
+        expected = declared[d].slots if d in declared else None
+        sizes[d] = max(expected or 0, len(all_nodes.get(d, ())), 1)
 
     root = _Group()
     for d in names:

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from slinky_topology.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["MAX_NUM_DIGITS", "MAX_RANGE_HOSTS", "compress", "expand", "is_valid", "sort_hosts"]
 
@@ -186,5 +189,5 @@ def _ranged(prefix: str, entries: set[tuple[int, str]]) -> str:
 
 
 def sort_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
-    """Return the hosts de-duplicated in canonical order: the order of ``expand(compress(hosts))``."""
+    """The hosts de-duplicated, in canonical order (that of ``expand(compress(hosts))``)."""
     return tuple(expand(compress(hosts)))

@@ -19,8 +19,8 @@ from typing import Literal
 
 __all__ = [
     "NAME_RE",
-    "BlockSpec",
     "Block",
+    "BlockSpec",
     "Fabric",
     "FlatSpec",
     "Node",

@@ -65,16 +65,18 @@ def parse_topology_conf(text: str, location: str | None = None) -> TopologyDoc:
         if first == "switchname":
             unknown = set(pairs) - _SWITCH_KEYS
             if unknown:
-                raise InputError(f"unknown key {sorted(unknown)[0]} on a switch line",
-                                 location=where)
+                raise InputError(
+                    f"unknown key {sorted(unknown)[0]} on a switch line", location=where
+                )
             children = _hosts(pairs["switches"], where) if "switches" in pairs else ()
             nodes = _hosts(pairs["nodes"], where) if "nodes" in pairs else ()
             switches.append(TreeSwitch(pairs["switchname"], children, nodes, line=lineno))
         elif first == "blockname":
             unknown = set(pairs) - _BLOCK_KEYS
             if unknown:
-                raise InputError(f"unknown key {sorted(unknown)[0]} on a block line",
-                                 location=where)
+                raise InputError(
+                    f"unknown key {sorted(unknown)[0]} on a block line", location=where
+                )
             nodes = _hosts(pairs["nodes"], where) if "nodes" in pairs else ()
             blocks.append(Block(pairs["blockname"], nodes, line=lineno))
         elif first == "blocksizes":
@@ -97,8 +99,9 @@ def parse_topology_conf(text: str, location: str | None = None) -> TopologyDoc:
                 location=where,
             )
     if switches and (blocks or sizes is not None):
-        raise InputError("file mixes SwitchName= and BlockName=/BlockSizes= lines",
-                         location=location)
+        raise InputError(
+            "file mixes SwitchName= and BlockName=/BlockSizes= lines", location=location
+        )
     if switches:
         return TopologyDoc((Topology("default", True, TreeSpec(tuple(switches))),))
     if blocks or sizes is not None:
@@ -128,8 +131,9 @@ def parse_topology_yaml(text: str, location: str | None = None) -> TopologyDoc:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = _where(location, mark.line + 1) if mark is not None else location
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                         location=where) from None
+        raise InputError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}", location=where
+        ) from None
     if root is None:
         return TopologyDoc(())
     if not isinstance(root, yaml.SequenceNode) or not isinstance(data, list):
@@ -168,18 +172,21 @@ def parse_topology_yaml(text: str, location: str | None = None) -> TopologyDoc:
             if value is not True and not (
                 isinstance(value, dict) and set(value) <= {"alpha_step_rank"}
             ):
-                raise InputError(f"flat of {name} must be true or {{alpha_step_rank: bool}}",
-                                 location=where)
+                raise InputError(
+                    f"flat of {name} must be true or {{alpha_step_rank: bool}}", location=where
+                )
             spec = FlatSpec()
         else:
-            raise InputError(f"{kind} topologies (Slurm 26.05) are not supported yet",
-                             location=where)
+            raise InputError(
+                f"{kind} topologies (Slurm 26.05) are not supported yet", location=where
+            )
         topologies.append(Topology(name, default, spec, line=line))
     return TopologyDoc(tuple(topologies))
 
 
-def _items(value: Any, node: yaml.Node, key: str, location: str | None, name: str
-           ) -> list[tuple[dict[str, Any], int]]:
+def _items(
+    value: Any, node: yaml.Node, key: str, location: str | None, name: str
+) -> list[tuple[dict[str, Any], int]]:
     where = _where(location, node.start_mark.line + 1)
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise InputError(f"{name}: expected a mapping", location=where)
@@ -192,8 +199,9 @@ def _items(value: Any, node: yaml.Node, key: str, location: str | None, name: st
         assert isinstance(lst_node, yaml.SequenceNode)
         line = lst_node.value[i].start_mark.line + 1
         if not isinstance(entry, dict):
-            raise InputError(f"{name}: each {key} item must be a mapping",
-                             location=_where(location, line))
+            raise InputError(
+                f"{name}: each {key} item must be a mapping", location=_where(location, line)
+            )
         out.append((entry, line))
     return out
 
@@ -201,21 +209,29 @@ def _items(value: Any, node: yaml.Node, key: str, location: str | None, name: st
 def _parse_tree(value: Any, node: yaml.Node, location: str | None, name: str) -> TreeSpec:
     unknown = set(value) - {"switches"} if isinstance(value, dict) else set()
     if unknown:
-        raise InputError(f"{name}: unknown tree key {sorted(unknown)[0]!r}",
-                         location=_where(location, node.start_mark.line + 1))
+        raise InputError(
+            f"{name}: unknown tree key {sorted(unknown)[0]!r}",
+            location=_where(location, node.start_mark.line + 1),
+        )
     switches: list[TreeSwitch] = []
     for entry, line in _items(value, node, "switches", location, name):
         where = _where(location, line)
         bad = set(entry) - {"switch", "children", "nodes"}
         if bad or "switch" not in entry:
-            raise InputError(f"{name}: switch items take switch, children, nodes",
-                             location=where)
-        children = _hosts(_str(entry["children"], "children", where), where) \
-            if entry.get("children") is not None else ()
-        nodes = _hosts(_str(entry["nodes"], "nodes", where), where) \
-            if entry.get("nodes") is not None else ()
-        switches.append(TreeSwitch(_str(entry["switch"], "switch", where), children, nodes,
-                                   line=line))
+            raise InputError(f"{name}: switch items take switch, children, nodes", location=where)
+        children = (
+            _hosts(_str(entry["children"], "children", where), where)
+            if entry.get("children") is not None
+            else ()
+        )
+        nodes = (
+            _hosts(_str(entry["nodes"], "nodes", where), where)
+            if entry.get("nodes") is not None
+            else ()
+        )
+        switches.append(
+            TreeSwitch(_str(entry["switch"], "switch", where), children, nodes, line=line)
+        )
     return TreeSpec(tuple(switches))
 
 
@@ -230,8 +246,11 @@ def _parse_block(value: Any, node: yaml.Node, location: str | None, name: str) -
         bad = set(entry) - {"block", "nodes"}
         if bad or "block" not in entry:
             raise InputError(f"{name}: block items take block, nodes", location=bwhere)
-        nodes = _hosts(_str(entry["nodes"], "nodes", bwhere), bwhere) \
-            if entry.get("nodes") is not None else ()
+        nodes = (
+            _hosts(_str(entry["nodes"], "nodes", bwhere), bwhere)
+            if entry.get("nodes") is not None
+            else ()
+        )
         blocks.append(Block(_str(entry["block"], "block", bwhere), nodes, line=line))
     raw = value.get("block_sizes")
     sizes: tuple[int, ...] = ()
@@ -243,8 +262,9 @@ def _parse_block(value: Any, node: yaml.Node, location: str | None, name: str) -
         try:
             sizes = tuple(int(v) for v in raw)
         except (TypeError, ValueError):
-            raise InputError(f"{name}: block_sizes must be a list of integers",
-                             location=where) from None
+            raise InputError(
+                f"{name}: block_sizes must be a list of integers", location=where
+            ) from None
     return BlockSpec(sizes, tuple(blocks), line=node.start_mark.line + 1)
 
 

@@ -8,7 +8,10 @@ comments, so no header.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["ANNOTATION_KEY", "render_annotations"]
 

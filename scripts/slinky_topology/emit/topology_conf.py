@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from slinky_topology import hostlist
 from slinky_topology.emit import header
-from slinky_topology.errors import ValidationError
-from slinky_topology.errors import Finding
+from slinky_topology.errors import Finding, ValidationError
 from slinky_topology.model import BlockSpec, TopologyDoc, TreeSpec
 
 __all__ = ["render_topology_conf"]
@@ -19,8 +18,14 @@ def render_topology_conf(doc: TopologyDoc) -> str:
     """
     if len(doc.topologies) != 1 or doc.topologies[0].kind == "flat":
         raise ValidationError(
-            [Finding("error", "topology.conf", "holds exactly one tree or block topology",
-                     fix="write topology.yaml for several or flat topologies")]
+            [
+                Finding(
+                    "error",
+                    "topology.conf",
+                    "holds exactly one tree or block topology",
+                    fix="write topology.yaml for several or flat topologies",
+                )
+            ]
         )
     spec = doc.topologies[0].spec
     lines: list[str] = []

@@ -28,7 +28,8 @@ def yaml_scalar(value: str) -> str:
         value != ""
         and value[0] not in _BAD_FIRST
         and not any(c in _SPECIAL for c in value)
-        and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG
+        and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+        == _STR_TAG
     )
     return value if plain_ok else json.dumps(value)
 

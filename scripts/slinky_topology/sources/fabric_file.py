@@ -43,8 +43,10 @@ def _json_path(parts: Any) -> str:
 def load_fabric(source: str) -> Fabric:
     """Load ``source``: ``"default"`` (embedded demo) or a path to a YAML/JSON fabric file."""
     if source == BUILTIN_DEFAULT:
-        text = resources.files("slinky_topology").joinpath("data/default-fabric.yaml").read_text(
-            encoding="utf-8"
+        text = (
+            resources.files("slinky_topology")
+            .joinpath("data/default-fabric.yaml")
+            .read_text(encoding="utf-8")
         )
         location = "builtin:default-fabric.yaml"
     else:
@@ -58,8 +60,9 @@ def load_fabric(source: str) -> Fabric:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{location}:{mark.line + 1}" if mark is not None else location
-        raise InputError(f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}",
-                         location=where) from None
+        raise InputError(
+            f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}", location=where
+        ) from None
     return fabric_from_data(data, location)
 
 
@@ -73,8 +76,9 @@ def fabric_from_data(data: Any, location: str = "<fabric>") -> Fabric:
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise InputError(f"{first.message}{more}",
-                         location=f"{location}::{_json_path(first.absolute_path)}")
+        raise InputError(
+            f"{first.message}{more}", location=f"{location}::{_json_path(first.absolute_path)}"
+        )
     spec = data["spec"]
     switches = tuple(Switch(s["name"], s.get("parent")) for s in spec.get("switches", []))
     domains: list[NvlinkDomain] = []
@@ -94,8 +98,9 @@ def fabric_from_data(data: Any, location: str = "<fabric>") -> Fabric:
             where = f"{location}::$.spec.nodes[{i}].k8sNode"
             kube = list(_expand(n["k8sNode"], where))
             if len(kube) != len(names):
-                raise InputError(f"names {len(kube)} Kubernetes nodes for {len(names)} nodes",
-                                 location=where)
+                raise InputError(
+                    f"names {len(kube)} Kubernetes nodes for {len(names)} nodes", location=where
+                )
         for name, k8s in zip(names, kube, strict=True):
             nodes.append(
                 Node(

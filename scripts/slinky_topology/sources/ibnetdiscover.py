@@ -62,8 +62,9 @@ def parse_ibnetdiscover(
         where = f"{location}:{lineno}" if location else f"line {lineno}"
         raise InputError(f"unrecognised ibnetdiscover line {line[:60]!r}", location=where)
     if not records:
-        raise InputError("no Switch or Ca records found (is this ibnetdiscover output?)",
-                         location=location)
+        raise InputError(
+            "no Switch or Ca records found (is this ibnetdiscover output?)", location=location
+        )
     return records, links
 
 

@@ -296,10 +296,10 @@ def read_cluster_nodes(api: Any | None = None, label_selector: str | None = None
         except ImportError as exc:  # pragma: no cover - kubernetes is a dependency
             raise InputError("--from-cluster needs the kubernetes Python package") from exc
         try:
-            config.load_incluster_config()
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
         except config.ConfigException:
             try:
-                config.load_kube_config()
+                config.load_kube_config()  # type: ignore[no-untyped-call]
             except (config.ConfigException, OSError) as exc:
                 raise InputError(f"no Kubernetes configuration found: {exc}") from None
         api = client.CoreV1Api()

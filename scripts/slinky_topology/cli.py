@@ -1,0 +1,373 @@
+"""``slinky-topology``: generate, check and explain Slurm topology for Slinky clusters.
+
+Subcommands (inputs: ``--fabric FILE|default``, ``--from-nodes FILE``, ``--from-cluster``,
+``--ibnetdiscover FILE``):
+
+* ``generate`` writes topology.yaml, topology.conf (tree or block) or slurm-cluster values;
+  ``--check`` exits 1 with a unified diff when the file on disk is stale;
+* ``annotations`` writes the JSON map Kubernetes node -> ``topology.slinky.slurm.net/spec``;
+* ``check FILE`` validates a topology.yaml or topology.conf;
+* ``explain NODE`` shows where one node lands.
+
+Exit status: 0 ok, 1 invalid input or stale file, 2 usage. This is the only module that prints:
+results to stdout, ``warning: ...`` and ``error: ...`` lines to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from slinky_topology import __version__
+from slinky_topology.build import Plan, plan
+from slinky_topology.emit.annotations import ANNOTATION_KEY
+from slinky_topology.errors import Finding, InputError, TopologyError
+from slinky_topology.parse import parse_topology_file
+from slinky_topology.pipeline import (
+    FORMATS,
+    Format,
+    Output,
+    render_annotations_output,
+    render_output,
+)
+from slinky_topology.sources import fabric_file, ibnetdiscover, k8s_nodes
+from slinky_topology.validate import size_findings, validate_doc, validate_specs
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from slinky_topology.model import Fabric, Shape
+
+__all__ = ["build_parser", "main", "write_atomic"]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder + ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).replace(path)  # os.replace: atomic within one folder
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("input (exactly one)")
+    one = src.add_mutually_exclusive_group(required=True)
+    one.add_argument(
+        "--fabric",
+        metavar="FILE",
+        help="fabric description (YAML/JSON); 'default' is the built-in demo fabric",
+    )
+    one.add_argument(
+        "--from-nodes",
+        metavar="FILE",
+        help="'kubectl get nodes -o json' output (or a JSON/YAML list of Nodes)",
+    )
+    one.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read Nodes from the Kubernetes API (kubeconfig or in-cluster)",
+    )
+    one.add_argument("--ibnetdiscover", metavar="FILE", help="an ibnetdiscover dump")
+    lab = p.add_argument_group("Kubernetes node labels")
+    lab.add_argument(
+        "--preset",
+        default="auto",
+        choices=["auto", *sorted(k8s_nodes.PRESETS)],
+        help="label preset (default: auto-detect)",
+    )
+    lab.add_argument(
+        "--label-map",
+        metavar="MAP",
+        help="custom labels: accelerator=KEY,leaf=KEY,spine=KEY,core=KEY",
+    )
+    lab.add_argument(
+        "--slurm-name-key",
+        metavar="KEY",
+        help="label/annotation holding the Slurm node name (default: Node name)",
+    )
+    lab.add_argument(
+        "--node-selector",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="only Nodes with this label (repeatable)",
+    )
+    ib = p.add_argument_group("InfiniBand")
+    ib.add_argument(
+        "--ib-node-regex",
+        metavar="REGEX",
+        help="keep only HCAs whose host name matches (drop storage servers)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``slinky-topology``."""
+    parser = argparse.ArgumentParser(
+        prog="slinky-topology",
+        description="Generate, check and explain Slurm topology (topology.yaml / topology.conf "
+        "and Slinky node annotations).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    gen = sub.add_parser("generate", help="write a topology file or chart values")
+    _add_inputs(gen)
+    out = gen.add_argument_group("output")
+    out.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="topology.yaml",
+        help="what to write (default: topology.yaml)",
+    )
+    out.add_argument(
+        "--shape",
+        choices=["static", "dynamic"],
+        help="static lists nodes; dynamic is a skeleton placed by annotations "
+        "(default: dynamic for Kubernetes inputs, else static)",
+    )
+    out.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    out.add_argument(
+        "--check", action="store_true", help="do not write; exit 1 with a diff if FILE is stale"
+    )
+
+    ann = sub.add_parser("annotations", help="write node -> Topology= annotation values (JSON)")
+    _add_inputs(ann)
+    aout = ann.add_argument_group("output")
+    aout.add_argument(
+        "--format",
+        choices=FORMATS[:3],
+        default="topology.yaml",
+        help="topology file the annotations refer to (default: topology.yaml)",
+    )
+    aout.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    aout.add_argument(
+        "--check", action="store_true", help="do not write; exit 1 with a diff if FILE is stale"
+    )
+
+    chk = sub.add_parser("check", help="validate a topology.yaml or topology.conf")
+    chk.add_argument("file", metavar="FILE")
+    chk.add_argument(
+        "--annotations", metavar="JSON", help="also check these node annotations against FILE"
+    )
+
+    exp = sub.add_parser("explain", help="show where one node lands")
+    exp.add_argument("node", metavar="NODE", help="Slurm or Kubernetes node name")
+    _add_inputs(exp)
+    return parser
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", location=path) from None
+
+
+def _load_structured(path: str) -> Any:
+    import yaml  # noqa: PLC0415 - only needed here
+
+    text = _read(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"not JSON or YAML: {exc}", location=path) from None
+
+
+def _selector(items: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--node-selector {item!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[Fabric, bool]:
+    """Load the selected input; return (fabric, from_kubernetes)."""
+    if args.label_map and args.preset != "auto":
+        parser.error("--label-map replaces --preset; give only one")
+    if args.fabric:
+        return fabric_file.load_fabric(args.fabric), False
+    if args.ibnetdiscover:
+        text = _read(args.ibnetdiscover)
+        return ibnetdiscover.fabric_from_ibnetdiscover(
+            text, args.ibnetdiscover, node_regex=args.ib_node_regex
+        ), False
+    selector = _selector(args.node_selector, parser)
+    if args.from_nodes:
+        document: Any = _load_structured(args.from_nodes)
+    else:
+        label_selector = ",".join(f"{k}={v}" for k, v in selector.items()) or None
+        document = k8s_nodes.read_cluster_nodes(label_selector=label_selector)
+    fabric = k8s_nodes.fabric_from_nodes(
+        document,
+        preset=args.preset,
+        label_map=args.label_map,
+        slurm_name_key=args.slurm_name_key,
+        node_selector=selector,
+    )
+    return fabric, True
+
+
+def _warn(findings: Sequence[Finding]) -> None:
+    for f in findings:
+        print(f"warning: {f}", file=sys.stderr)
+
+
+def _emit(output: Output, args: argparse.Namespace, fresh_hint: str) -> int:
+    _warn(output.warnings)
+    if args.check:
+        target = Path(args.output)
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        if current == output.text:
+            return 0
+        diff = difflib.unified_diff(
+            current.splitlines(keepends=True),
+            output.text.splitlines(keepends=True),
+            fromfile=f"{args.output} (on disk)",
+            tofile=f"{args.output} (generated)",
+        )
+        sys.stdout.writelines(diff)
+        state = "is stale" if target.exists() else "does not exist"
+        print(f"error: {args.output} {state}; regenerate it with: {fresh_hint}", file=sys.stderr)
+        return 1
+    if args.output:
+        write_atomic(Path(args.output), output.text)
+    else:
+        sys.stdout.write(output.text)
+    return 0
+
+
+def _hint(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    parts = [a for a in argv if a != "--check"]
+    return "slinky-topology " + " ".join(parts)
+
+
+def _cmd_generate(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> int:
+    fabric, from_k8s = _fabric(args, parser)
+    shape: Shape = args.shape or ("dynamic" if from_k8s else "static")
+    output = render_output(plan(fabric), cast("Format", args.format), shape)
+    return _emit(output, args, _hint(args, argv))
+
+
+def _cmd_annotations(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> int:
+    fabric, _ = _fabric(args, parser)
+    output = render_annotations_output(plan(fabric), cast("Format", args.format))
+    return _emit(output, args, _hint(args, argv))
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    text = _read(args.file)
+    doc, is_conf = parse_topology_file(text, args.file)
+    findings = validate_doc(doc, conf=is_conf, location=args.file)
+    findings += size_findings(text, "file", args.file)
+    if args.annotations:
+        data = _load_structured(args.annotations)
+        if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+        ):
+            raise InputError(
+                "expected a JSON object of node name -> string", location=args.annotations
+            )
+        findings += validate_specs(doc, data, location=args.annotations)
+    errors = [f for f in findings if f.severity == "error"]
+    _warn([f for f in findings if f.severity == "warning"])
+    for f in errors:
+        print(f"error: {f}", file=sys.stderr)
+    if errors:
+        return 1
+    kinds = ", ".join(f"{t.name} ({t.kind})" for t in doc.topologies)
+    print(f"ok: {args.file}: {kinds}")
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    fabric, _ = _fabric(args, parser)
+    p: Plan = plan(fabric)
+    node = next((n for n in fabric.nodes if args.node in (n.name, n.kube_name)), None)
+    if node is None:
+        raise InputError(f"node {args.node} is not in the input")
+    lines = [f"node {node.name} (Kubernetes node {node.kube_name}, state {node.state})"]
+    if node.leaf:
+        chain: list[str] = []
+        parents = {s.name: s.parent for s in fabric.switches}
+        cur: str | None = node.leaf
+        while cur is not None:
+            chain.append(cur)
+            cur = parents.get(cur)
+        lines.append(f"  switches (leaf first): {' > '.join(chain)}")
+    else:
+        lines.append("  switches: none (node has no leaf switch)")
+    dom = node.domain or "none"
+    if node.subdomain:
+        dom += f" (partition {node.subdomain})"
+    lines.append(f"  NVLink domain: {dom}")
+    for planned in p.topologies:
+        topo = planned.topology
+        unit = planned.units.get(node.name)
+        if topo.kind == "flat":
+            lines.append(f"  topology {topo.name} (flat): every node")
+        elif unit is None:
+            lines.append(f"  topology {topo.name} ({topo.kind}): not placed")
+        elif topo.kind == "block":
+            blocks = [b.name for b in getattr(topo.spec, "blocks", ())]
+            lines.append(
+                f"  topology {topo.name} (block): block {unit} "
+                f"(position {blocks.index(unit)} of {len(blocks)})"
+            )
+        else:
+            lines.append(f"  topology {topo.name} (tree): path {unit}")
+    spec = p.specs().get(node.kube_name, "")
+    lines.append(f"  annotation {ANNOTATION_KEY}={spec}")
+    print("\n".join(lines))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit status (0 ok, 1 invalid input or stale file, 2 usage)."""
+    arglist = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(arglist)
+        if getattr(args, "check", False) and not args.output:
+            parser.error("--check needs -o FILE (the file to compare)")
+        if args.command == "generate":
+            return _cmd_generate(args, parser, arglist)
+        if args.command == "annotations":
+            return _cmd_annotations(args, parser, arglist)
+        if args.command == "check":
+            return _cmd_check(args)
+        return _cmd_explain(args, parser)
+    except SystemExit as exc:  # argparse: --help (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
