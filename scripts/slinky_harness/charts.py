@@ -1,0 +1,110 @@
+"""Find the suite's charts, their ``ci/`` scenarios and the ``values/`` profiles that apply.
+
+A profile in ``values/<profile>.yaml`` is shaped like an umbrella chart's values: an optional
+``global`` block and one block per chart it configures, keyed by chart name::
+
+    # Use this profile when ...
+    global:
+      imageRegistry: ""
+    slurm-cluster:
+      nodesets: {...}
+
+A profile applies to every chart it has a block for; that chart is rendered with its block
+plus the profile's ``global``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slinky_harness.toolchain import REPO_ROOT
+
+CHARTS_DIR = REPO_ROOT / "charts"
+PROFILES_DIR = REPO_ROOT / "values"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One values input for a chart: a ``ci/`` file, a profile block, or the defaults."""
+
+    chart: str
+    name: str
+    values: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    source: Path | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.chart}:{self.name}"
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str
+    path: Path
+    meta: dict[str, Any] = field(compare=False, hash=False)
+
+    @property
+    def version(self) -> str:
+        return str(self.meta["version"])
+
+    @property
+    def ci_files(self) -> list[Path]:
+        return sorted((self.path / "ci").glob("*-values.yaml"))
+
+    @property
+    def min_kube_version(self) -> str:
+        """The lower bound of ``kubeVersion`` in Chart.yaml, as ``MAJOR.MINOR.PATCH``."""
+        constraint = str(self.meta.get("kubeVersion", ""))
+        match = re.search(r">=?\s*v?(\d+)\.(\d+)(?:\.(\d+))?", constraint)
+        if not match:
+            raise ValueError(f"{self.path}/Chart.yaml: kubeVersion {constraint!r} has no lower bound")
+        major, minor, patch = match.groups()
+        return f"{major}.{minor}.{patch or 0}"
+
+
+def load_yaml(path: Path) -> Any:
+    with path.open() as handle:
+        return yaml.safe_load(handle)
+
+
+def discover_charts(root: Path = CHARTS_DIR) -> list[Chart]:
+    """Every chart directly under ``charts/``, sorted by name."""
+    charts = []
+    for chart_yaml in sorted(root.glob("*/Chart.yaml")):
+        meta = load_yaml(chart_yaml) or {}
+        charts.append(Chart(name=str(meta.get("name", chart_yaml.parent.name)), path=chart_yaml.parent, meta=meta))
+    return charts
+
+
+def profiles(root: Path = PROFILES_DIR) -> dict[str, dict[str, Any]]:
+    """Every profile in ``values/``, by file stem."""
+    found = {}
+    for path in sorted(root.glob("*.yaml")):
+        data = load_yaml(path) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a profile must be a mapping of chart name to values")
+        found[path.stem] = data
+    return found
+
+
+def scenarios(chart: Chart, *, include_profiles: bool = True) -> list[Scenario]:
+    """The defaults, every ``ci/*-values.yaml`` and every profile that applies to ``chart``."""
+    result = [Scenario(chart.name, "defaults")]
+    for path in chart.ci_files:
+        name = "ci/" + path.name.removesuffix("-values.yaml")
+        result.append(Scenario(chart.name, name, load_yaml(path) or {}, path))
+    if include_profiles:
+        for stem, data in profiles().items():
+            block = data.get(chart.name)
+            if block is None:
+                continue
+            values = dict(block)
+            if "global" in data:
+                values["global"] = data["global"]
+            result.append(Scenario(chart.name, f"profile/{stem}", values, PROFILES_DIR / f"{stem}.yaml"))
+    return result

@@ -1,0 +1,165 @@
+"""Thin wrappers over the pinned ``helm`` binaries: template, dry-run install, lint.
+
+Every call writes its values to a temporary file (never ``--set``, so types survive) and
+returns the parsed documents.  YAML is parsed strictly: a duplicate mapping key is an error,
+because Helm 4's server-side apply rejects what the API server would silently merge.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness import toolchain
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+DEFAULT_RELEASE = "rel"
+DEFAULT_NAMESPACE = "suite-ns"
+EXTRA_API_VERSIONS = (
+    "monitoring.coreos.com/v1",
+    "cert-manager.io/v1",
+    "keda.sh/v1alpha1",
+    "autoscaling/v2",
+    "policy/v1",
+)
+"""API groups of optional integrations, announced so capability-gated templates render."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """A SafeLoader that rejects duplicate keys in a mapping."""
+
+
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse_documents(text: str) -> list[dict[str, Any]]:
+    """All non-empty YAML documents in ``text``; raises ``yaml.YAMLError`` on bad YAML."""
+    docs = []
+    for doc in yaml.load_all(text, Loader=StrictLoader):  # noqa: S506 - StrictLoader is a SafeLoader
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise yaml.YAMLError(f"a rendered document is a {type(doc).__name__}, not a mapping")
+        docs.append(doc)
+    return docs
+
+
+@dataclass
+class HelmResult:
+    """The outcome of one helm command."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    notes: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def describe(self) -> str:
+        return f"$ {' '.join(self.args)}\nexit {self.returncode}\n{self.stderr.strip()}"
+
+
+def _values_file(values: dict[str, Any] | None, tmp: Path) -> list[str]:
+    if values is None:
+        return []
+    path = tmp / "values.yaml"
+    path.write_text(yaml.safe_dump(values, sort_keys=True))
+    return ["-f", str(path)]
+
+
+def run(args: Sequence[str], *, helm: str = "helm", timeout: float = 300) -> HelmResult:
+    """Run ``helm`` (or ``helm3``) with ``args``."""
+    cmd = [str(toolchain.ensure(helm)), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    return HelmResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+
+
+def template(
+    chart: Path,
+    values: dict[str, Any] | None = None,
+    *,
+    helm: str = "helm",
+    release: str = DEFAULT_RELEASE,
+    namespace: str = DEFAULT_NAMESPACE,
+    kube_version: str | None = None,
+    api_versions: Sequence[str] = EXTRA_API_VERSIONS,
+    extra_args: Sequence[str] = (),
+) -> HelmResult:
+    """``helm template`` of ``chart`` with ``values``; documents parsed when it succeeds."""
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as tmp:
+        args = ["template", release, str(chart), "--namespace", namespace]
+        args += _values_file(values, Path(tmp))
+        if kube_version:
+            args += ["--kube-version", kube_version]
+        for api in api_versions:
+            args += ["--api-versions", api]
+        args += list(extra_args)
+        result = run(args, helm=helm)
+    if result.ok:
+        result.docs = parse_documents(result.stdout)
+    return result
+
+
+def dry_run_install(
+    chart: Path,
+    values: dict[str, Any] | None = None,
+    *,
+    helm: str = "helm",
+    release: str = DEFAULT_RELEASE,
+    namespace: str = DEFAULT_NAMESPACE,
+) -> HelmResult:
+    """A client-side dry-run install: the manifests and the rendered NOTES together."""
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as tmp:
+        args = ["install", release, str(chart), "--namespace", namespace, "--dry-run=client", "-o", "json"]
+        args += _values_file(values, Path(tmp))
+        result = run(args, helm=helm)
+    if result.ok:
+        release_info = json.loads(result.stdout)
+        result.notes = release_info.get("info", {}).get("notes", "") or ""
+        result.docs = parse_documents(release_info.get("manifest", ""))
+        for hook in release_info.get("hooks", []) or []:
+            result.docs.extend(parse_documents(hook.get("manifest", "")))
+    return result
+
+
+def lint(
+    chart: Path,
+    values_file: Path | None = None,
+    *,
+    helm: str = "helm",
+    kube_version: str | None = None,
+    strict: bool = True,
+) -> HelmResult:
+    """``helm lint [--strict]`` of ``chart`` with an optional values file."""
+    args = ["lint", str(chart)]
+    if strict:
+        args.append("--strict")
+    if values_file is not None:
+        args += ["-f", str(values_file)]
+    if kube_version:
+        args += ["--kube-version", kube_version]
+    return run(args, helm=helm)

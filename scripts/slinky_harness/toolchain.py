@@ -1,0 +1,351 @@
+"""Pinned command-line tools for every test tier, built once and cached outside the clone.
+
+Each tool is a Go program. It is taken, in this order, from:
+
+1. ``PATH``, when the program there reports exactly the pinned version;
+2. the cache, ``$SLINKY_SUITE_CACHE/tools/<tool>/<version>/<tool>``
+   (default ``~/.cache/slinky-suite``);
+3. a build from the Go module proxy: ``go mod download`` of the pinned module, then
+   ``go build`` inside the module (so its own ``replace`` lines apply) with the version
+   ldflags, into a temporary folder that is renamed into the cache when complete.
+
+kubectl is built from ``k8s.io/kubernetes`` inside this repository's ``tools/`` Go module,
+because that module cannot be built on its own.  Go's module and build caches live in
+``$SLINKY_SUITE_CACHE/go`` so that warm runs rebuild nothing.
+
+Usage::
+
+    python -m slinky_harness.toolchain install [TOOL ...]   # build or reuse, print paths
+    python -m slinky_harness.toolchain path                 # print a PATH prefix
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ToolError(RuntimeError):
+    """A pinned tool could be had neither from PATH nor from a build."""
+
+
+@dataclass(frozen=True)
+class GoTool:
+    """A command built from one Go module at a pinned version."""
+
+    name: str
+    """Command name in the cache and on PATH (``helm3`` for Helm 3)."""
+    module: str
+    version: str
+    package: str
+    """Package to build, relative to the module root (``./cmd/helm``) or an import path."""
+    version_args: tuple[str, ...]
+    version_regex: str
+    """Pattern whose first group is the version the command reports."""
+    ldflags: str = ""
+    in_tools_module: bool = False
+    """Build inside this repository's ``tools/`` module instead of the module itself."""
+    hint: str = ""
+
+    @property
+    def reported_version(self) -> str:
+        return self.version.removeprefix("v")
+
+
+K8S_VERSION = "v1.36.3"
+
+TOOLS: dict[str, GoTool] = {
+    tool.name: tool
+    for tool in (
+        GoTool(
+            name="helm",
+            module="helm.sh/helm/v4",
+            version="v4.3.1",
+            package="./cmd/helm",
+            version_args=("version", "--template", "{{.Version}}"),
+            version_regex=r"^v?(\S+)$",
+            ldflags="-X helm.sh/helm/v4/internal/version.version=v4.3.1",
+        ),
+        GoTool(
+            name="helm3",
+            module="helm.sh/helm/v3",
+            version="v3.22.0",
+            package="./cmd/helm",
+            version_args=("version", "--template", "{{.Version}}"),
+            version_regex=r"^v?(\S+)$",
+            ldflags="-X helm.sh/helm/v3/internal/version.version=v3.22.0",
+        ),
+        GoTool(
+            name="ct",
+            module="github.com/helm/chart-testing/v3",
+            version="v3.14.0",
+            package="./ct",
+            version_args=("version",),
+            version_regex=r"Version:\s+v?(\S+)",
+            ldflags="-X github.com/helm/chart-testing/v3/ct/cmd.Version=v3.14.0",
+        ),
+        GoTool(
+            name="kubeconform",
+            module="github.com/yannh/kubeconform",
+            version="v0.7.0",
+            package="./cmd/kubeconform",
+            version_args=("-v",),
+            version_regex=r"^v?(\S+)$",
+            ldflags="-X main.version=v0.7.0",
+        ),
+        GoTool(
+            name="helm-docs",
+            module="github.com/norwoodj/helm-docs",
+            version="v1.14.2",
+            package="./cmd/helm-docs",
+            version_args=("--version",),
+            version_regex=r"version v?(\S+)",
+            ldflags="-X main.version=1.14.2",
+        ),
+        GoTool(
+            name="kubectl",
+            module="k8s.io/kubernetes",
+            version=K8S_VERSION,
+            package="k8s.io/kubernetes/cmd/kubectl",
+            version_args=("version", "--client", "-o", "json"),
+            version_regex=r'"gitVersion":\s*"v?([^"]+)"',
+            ldflags=" ".join(
+                f"-X {pkg}.{var}={val}"
+                for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+                for var, val in (
+                    ("gitVersion", K8S_VERSION),
+                    ("gitMajor", "1"),
+                    ("gitMinor", K8S_VERSION.split(".")[1]),
+                    ("gitTreeState", "clean"),
+                )
+            ),
+            in_tools_module=True,
+            hint="it is built from the tools/ Go module of this repository",
+        ),
+    )
+}
+
+LINT_TOOLS = ("helm", "helm3", "ct", "kubeconform", "helm-docs")
+"""The tools the offline tiers (lint, render, props) need."""
+
+
+def cache_root() -> Path:
+    """The folder, outside the clone, that holds tools and Go caches."""
+    configured = os.environ.get("SLINKY_SUITE_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "slinky-suite"
+
+
+def go_env() -> dict[str, str]:
+    """Environment for ``go`` commands: caches outside the clone, static binaries."""
+    root = cache_root() / "go"
+    env = dict(os.environ)
+    env.update(
+        GOMODCACHE=str(root / "mod"),
+        GOCACHE=str(root / "build"),
+        GOFLAGS="-mod=mod",
+        CGO_ENABLED="0",
+        GOTOOLCHAIN="local",
+    )
+    return env
+
+
+def cached_path(tool: GoTool) -> Path:
+    return cache_root() / "tools" / tool.name / tool.version / tool.name
+
+
+def reported_version(path: Path | str, tool: GoTool) -> str | None:
+    """The version ``path`` reports, or None when it cannot tell."""
+    try:
+        proc = subprocess.run(
+            [str(path), *tool.version_args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(tool.version_regex, proc.stdout.strip(), re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def _from_path(tool: GoTool) -> Path | None:
+    found = shutil.which(tool.name)
+    if found is None:
+        return None
+    if reported_version(found, tool) == tool.reported_version:
+        return Path(found)
+    return None
+
+
+def module_dir(module: str, version: str) -> Path:
+    """Download ``module@version`` through the Go module proxy and return its folder."""
+    go = shutil.which("go")
+    if go is None:
+        raise ToolError(
+            f"{module}@{version}: no 'go' command on PATH; install Go 1.26 or newer"
+        )
+    proc = subprocess.run(
+        [go, "mod", "download", "-json", f"{module}@{version}"],
+        capture_output=True,
+        text=True,
+        env=go_env(),
+        cwd=tempfile.gettempdir(),
+        check=False,
+    )
+    try:
+        info = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        info = {}
+    if proc.returncode != 0 or "Dir" not in info:
+        reason = info.get("Error") or proc.stderr.strip().splitlines()[-1:] or ["unknown error"]
+        raise ToolError(f"{module}@{version}: go mod download failed: {reason}")
+    return Path(info["Dir"])
+
+
+def _build(tool: GoTool, log: Path) -> Path:
+    go = shutil.which("go")
+    if go is None:
+        raise ToolError(
+            f"{tool.name} {tool.version}: not on PATH at that version and no 'go' to build it; "
+            f"install Go 1.26+ or put {tool.name} {tool.version} on PATH"
+        )
+    if tool.in_tools_module:
+        workdir = REPO_ROOT / "tools"
+        if not (workdir / "go.mod").is_file():
+            raise ToolError(f"{tool.name} {tool.version}: {workdir}/go.mod is missing")
+    else:
+        workdir = module_dir(tool.module, tool.version)
+    dest = cached_path(tool)
+    dest.parent.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{tool.version}-", dir=dest.parent.parent))
+    try:
+        cmd = [go, "build", "-trimpath", "-o", str(staging / tool.name)]
+        if tool.ldflags:
+            cmd += ["-ldflags", tool.ldflags]
+        cmd.append(tool.package)
+        with log.open("w") as out:
+            proc = subprocess.run(
+                cmd, cwd=workdir, env=go_env(), stdout=out, stderr=subprocess.STDOUT, check=False
+            )
+        if proc.returncode != 0:
+            tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
+            raise ToolError(
+                f"{tool.name} {tool.version}: go build failed ({tail[0]}); full log: {log}"
+            )
+        if dest.parent.exists():
+            shutil.rmtree(dest.parent)
+        staging.rename(dest.parent)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+@cache
+def ensure(name: str) -> Path:
+    """Return the path of the pinned tool ``name``, building it if needed."""
+    try:
+        tool = TOOLS[name]
+    except KeyError:
+        raise ToolError(f"unknown tool {name!r}; known: {', '.join(sorted(TOOLS))}") from None
+    on_path = _from_path(tool)
+    if on_path is not None:
+        return on_path
+    cached = cached_path(tool)
+    if cached.is_file() and reported_version(cached, tool) == tool.reported_version:
+        return cached
+    log = cache_root() / "tools" / tool.name / f"{tool.version}.build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    print(f"toolchain: building {tool.name} {tool.version} from {tool.module}", file=sys.stderr)
+    built = _build(tool, log)
+    got = reported_version(built, tool)
+    if got != tool.reported_version:
+        raise ToolError(
+            f"{tool.name}: the build reports version {got!r}, expected {tool.reported_version!r}"
+        )
+    print(
+        f"toolchain: built {tool.name} {tool.version} in {time.monotonic() - started:.0f}s",
+        file=sys.stderr,
+    )
+    return built
+
+
+def ct_config_dir() -> Path:
+    """chart-testing's own lint config files (``chart_schema.yaml``, ``lintconf.yaml``)."""
+    tool = TOOLS["ct"]
+    return module_dir(tool.module, tool.version) / "etc"
+
+
+def path_prefix(names: Iterable[str]) -> str:
+    """A PATH prefix that puts each tool under its own name first."""
+    bindir = cache_root() / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        link = bindir / name
+        target = ensure(name)
+        if link.is_symlink() or link.exists():
+            if link.resolve() == target.resolve():
+                continue
+            link.unlink()
+        link.symlink_to(target)
+    return str(bindir)
+
+
+def tool_env(names: Iterable[str] = LINT_TOOLS, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with the tools first on PATH."""
+    env = dict(os.environ if base is None else base)
+    env["PATH"] = f"{path_prefix(names)}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m slinky_harness.toolchain", description=__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    install = sub.add_parser("install", help="build or reuse tools and print their paths")
+    install.add_argument("tools", nargs="*", help=f"tools to install (default: all: {' '.join(TOOLS)})")
+    path = sub.add_parser("path", help="print a PATH prefix with the tools")
+    path.add_argument("tools", nargs="*", help="tools to put on it (default: the lint tools)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "install":
+            for name in args.tools or list(TOOLS):
+                path = ensure(name)
+                print(f"{name} {TOOLS[name].version} {path}")
+        else:
+            print(path_prefix(args.tools or LINT_TOOLS))
+    except ToolError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
