@@ -163,9 +163,7 @@ def crd_to_jsonschema(crd: dict[str, Any], version: str, *, strict: bool = True)
     return out
 
 
-_RFC3339 = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
-)
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 #: Format checker for the formats Kubernetes types use (``date-time`` as RFC 3339, like
 #: metav1.Time); jsonschema only checks date-time when optional packages are installed.
 FORMAT_CHECKER = _jsonschema.FormatChecker(formats=())
