@@ -1,11 +1,16 @@
-"""Exceptions raised by the CRD generator and its validators."""
+"""Exceptions raised by the CRD generator and its validators.
+
+All derive from :class:`slinky_topology.errors.TopologyError`, the package's base error.
+"""
 
 from __future__ import annotations
+
+from slinky_topology.errors import TopologyError
 
 __all__ = ["CrdGenError", "DefinitionsError", "ModelError", "SchemaError", "StaleOutputError"]
 
 
-class CrdGenError(Exception):
+class CrdGenError(TopologyError):
     """Base class of every error raised by ``slinky_topology.crdgen``."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ class Sample:
         return f"{self.path.parent.name}/{self.path.name}#{self.index}"
 
 
+@functools.cache
 def crds() -> dict[tuple[str, str], dict[str, Any]]:
+    """The committed CRDs, read once (callers must not modify them)."""
     return load_crds(CRD_DIR)
 
 
