@@ -292,7 +292,13 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         if node.domain is not None and _in_scope(node, req):
             scoped[node.domain].append(node.name)
     if req.partitions:
-        names = {d for d in names if scoped.get(d)}
+        # Drop only domains whose present nodes are all outside the partitions; a domain with
+        # no present node (not delivered yet) keeps its placeholder.
+        names = {
+            d
+            for d in names
+            if scoped.get(d) or not any(n.state != "absent" for n in all_nodes.get(d, ()))
+        }
     sizes: dict[str, int] = {}
     for d in names:
         expected = declared[d].slots if d in declared else None
