@@ -1,82 +1,112 @@
 """Real Slurm 26.05 for tests: a cached Debian sid chroot and throw-away ``slurmctld`` instances.
 
-Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs Debian sid's
-Slurm 26.05 packages inside a debootstrap chroot that is cached outside the clone and reused (see
-:mod:`slinky_harness.slurm_chroot`). Needs Linux, root, ``unshare`` and ``chroot`` (util-linux, coreutils);
-no systemd, no Docker, no munge.
+Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs
+Debian sid's Slurm 26.05 packages in a debootstrap chroot cached outside the clone and reused (see
+:mod:`slinky_harness.slurm_chroot`). Needs Linux, root, ``unshare``, ``chroot`` and ``mount``; no
+systemd, no Docker, no munge, no slurmd.
 
-API (everything a test needs)::
+API (what a test needs; all typed)::
 
     from slinky_harness.slurm import (
-        ensure_chroot,      # () -> Path: build once (~1-2 min cold), then reuse (milliseconds)
-        chroot_info,        # (root=None) -> ChrootInfo(slurm_version, emulator, ...)
-        slurmctld,          # context manager -> SlurmCtld (below)
-        check_load,         # (files, ...) -> LoadResult(accepted, errors, warnings, topologies, log)
-        parse_records,      # "Key=Value Key=Value" lines -> list[dict[str, str]]
-        SlurmCommandError,  # a command exited non-zero (.returncode, .stdout, .stderr)
-        SlurmctldStartError,  # slurmctld exited or never answered (.log)
+        ensure_chroot,        # () -> Path: build once (~1.5 min cold), then reuse (< 1 ms)
+        chroot_info,          # (root) -> ChrootInfo(slurm_version, emulator, build_seconds, ...)
+        slurmctld,            # context manager -> SlurmCtld (below)
+        check_load,           # (files, root=...) -> LoadResult
+        parse_records,        # "Key=Value Key=Value" lines -> list[dict[str, str]]
+        SlurmCommandError,    # a command failed (.returncode, .stdout, .stderr)
+        SlurmctldStartError,  # slurmctld exited during start-up or never answered (.log)
     )
 
-    files = {                       # or a folder holding these files
-        "slurm.conf": "MaxNodeCount=64\\nNodeName=n[1-8] CPUs=1 State=CLOUD\\n"
+    files = {  # or a folder (Path) holding these files
+        "slurm.conf": "MaxNodeCount=64\\n"
+                      "NodeName=n[1-8] CPUs=1 State=CLOUD\\n"
                       "PartitionName=all Nodes=ALL Default=YES\\n",
-        "topology.yaml": yaml_text,  # and/or topology.conf, gres.conf, ... (str, bytes or a Path)
+        "topology.yaml": yaml_text,  # topology.conf, gres.conf, ...: str, bytes or a Path
     }
     with slurmctld(files, root=ensure_chroot(), workdir=tmp_path / "c1") as ctld:
-        ctld.scontrol("show", "topology")          # -> stdout; raises SlurmCommandError on exit != 0
-        ctld.show_topology("nvl")                  # scontrol show topology nvl
-        parse_records(ctld.show_topology())        # [{"SwitchName": "leaf1", "Level": "0", ...}, ...]
-        ctld.create_node("d1", "fabric:leaf2,nvl:b3")   # dynamic node (see recipe)
-        ctld.set_node_topology("d1", "fabric:leaf4")    # scontrol update NodeName=d1 Topology=...
-        ctld.node_topology("d1")                   # "fabric:leaf4" as slurmctld reports it
-        ctld.hostnames("n[1-3]")                   # ["n1", "n2", "n3"] (Slurm's hostlist oracle)
+        ctld.scontrol("show", "topology")      # stdout; SlurmCommandError on failure
+        ctld.show_topology("nvl")              # scontrol show topology nvl
+        parse_records(ctld.show_topology())    # [{"SwitchName": "leaf1", "Level": "0", ...}]
+        ctld.create_node("d1", "fabric:leaf2,nvl:b3")  # dynamic node (recipe below)
+        ctld.set_node_topology("d1", "fabric:leaf4")   # scontrol update NodeName=d1 Topology=
+        ctld.node_topology("d1")               # "fabric:leaf4", as slurmctld reports it
+        ctld.hostnames("n[1-3]")               # ["n1", "n2", "n3"]: Slurm's hostlist oracle
         ctld.sinfo("-h", "-o", "%N")
-        ctld.run("sbatch", "--test-only", ..., check=False)  # any command -> CommandResult
-        ctld.write_file("topology.yaml", new_text); ctld.reconfigure()
-        ctld.log()                                 # everything slurmctld logged so far
+        ctld.run("sbatch", "--test-only", "-N", "2", "--wrap", "true", check=False)
+        ctld.write_file("topology.yaml", new_text)
+        ctld.reconfigure()                     # scontrol reconfigure, wait until re-read
+        ctld.log()                             # everything slurmctld logged so far
 
-    result = check_load(files)   # starts a controller, reads every topology back, stops it
-    result.accepted              # True: slurmctld started and `scontrol show topology [name]` all worked
-    result.errors                # log lines with "fatal"/"error" (why it was rejected)
-    result.warnings              # log lines with "warning:" (what Slurm accepted but complained about)
-    result.topologies            # {"": default topology output, "<name>": ...} (names from topology.yaml)
+    result = check_load(files, root=ensure_chroot())  # start, read every topology, stop
+    result.accepted    # started, and `scontrol show topology [name]` worked for all
+    result.started     # False: slurmctld refused the files (exited during start-up)
+    result.errors      # log lines with fatal/error: why it was rejected
+    result.warnings    # log lines with "warning:": what Slurm accepted but complained about
+    result.topologies  # {"": default topology, "<name>": ...} (names from topology.yaml)
+
+In ``tests/slurm`` use the fixtures of its conftest: ``slurm_root`` (session: the chroot),
+``slurm_data`` (``tests/data/slurm``) and ``start_ctld`` (``with start_ctld(files) as ctld:``, a
+fresh work folder under ``tmp_path``, start-up times reported in the summary). The oracle
+:mod:`slinky_harness.slurm_topo` parses topology.conf/topology.yaml input and ``scontrol show
+topology`` output into comparable shapes (``read_tree``, ``read_blocks``). A generated-topology
+test looks like::
+
+    def test_generated_loads(start_ctld: CtldFactory, tmp_path: Path) -> None:
+        files = {"slurm.conf": nodes_and_partitions, "topology.yaml": generate(...)}
+        with start_ctld(files) as ctld:
+            for unit_spec in annotations.values():
+                ctld.create_node(name, unit_spec)   # every labeler annotation must apply
 
 The ``slurm.conf`` you give holds only the cluster part (nodes, partitions, ``TopologyPlugin``,
-``MaxNodeCount``, ``TopologyParam`` ...). The harness adds the keys it must own and refuses them in your text:
-``SlurmctldHost``, ``SlurmctldPort``, ``SlurmdPort``, ``SlurmUser``, ``StateSaveLocation``,
-``SlurmctldPidFile``, ``SlurmctldLogFile``, ``AuthType``, ``CredType`` (``auth/slurm`` + ``cred/slurm`` with a
-generated 1 KiB ``slurm.key``, as Slinky uses). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
-``MailProg=/bin/true`` and the slurmd spool/pid/log paths unless your text sets them. Do not put the
-harness's own ``slurm.key`` in ``files`` unless you want a specific key.
+``MaxNodeCount``, ``TopologyParam``, ...). The harness adds the keys it owns and refuses them in
+your text (:data:`HARNESS_KEYS`): ``SlurmctldHost``, ``SlurmctldPort``, ``SlurmdPort``,
+``SlurmUser``, ``StateSaveLocation``, ``SlurmctldPidFile``, ``SlurmctldLogFile``, ``AuthType``,
+``CredType`` (``auth/slurm`` and ``cred/slurm`` with a generated 1 KiB ``slurm.key``, owned by
+``slurm``, mode 600, as Slinky uses). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
+``MailProg=/bin/true`` and slurmd spool/pid/log paths unless your text sets them.
 
-How a controller runs (and why several can run at once):
+How a controller runs, and why several can run at once:
 
-* Its files live in a host work folder (``workdir``; a temporary folder by default, deleted on exit unless
-  ``keep=True``): ``etc/`` (slurm.conf, the given files, slurm.key), ``state/``, ``spool/``,
-  ``slurmctld.log``, ``slurmctld.pid``, ``slurmctld.stderr``. Each process started in the chroot runs in
-  its own private mount namespace in which that folder is bind-mounted on ``/srv/slinky``, so every controller
-  sees its own ``/srv/slinky/etc/slurm.conf`` and state folder, and no mount outlives its process. slurmctld
-  needs neither ``/proc`` nor ``/dev`` mounted (debootstrap creates the device nodes it needs).
-* ``slurmctld -D -i -f /srv/slinky/etc/slurm.conf`` (foreground, ignore state) runs in its own process group
-  and UTS namespace (host name ``slurmctld``, resolved to 127.0.0.1 by the chroot's ``/etc/hosts``) and
-  listens on a free port from 20000-29999 (``SlurmctldPort``; a distinct ``SlurmdPort`` too). Start-up
-  waits for ``scontrol ping`` to answer; about 0.1 s on the project's machines.
-* On exit it gets SIGTERM (SIGKILL after 10 s) on its whole process group, also when the body raised.
+* Its files live in a host work folder (``workdir``; by default a temporary folder deleted on exit
+  unless ``keep=True``): ``etc/`` (slurm.conf, your files, slurm.key), ``state/``, ``spool/``,
+  ``run/``, ``slurmctld.log``, ``slurmctld.pid`` and ``slurmctld.stderr`` (what
+  :meth:`SlurmCtld.log` returns: in ``-D`` mode it also holds errors from before the log file is
+  opened).
+* Every process started in the chroot (daemon and clients) runs in its own private mount namespace
+  in which that folder is bind-mounted on ``/srv/slinky`` and its ``run/`` on ``/run``: each
+  controller sees its own ``/srv/slinky/etc/slurm.conf`` (clients get ``SLURM_CONF``), state folder
+  and ``/run/slurmctld/sack.socket`` (auth/slurm hands local clients their tokens through that
+  socket; with a shared ``/run`` a client would get a token from the wrong controller and fail with
+  "Protocol authentication error"). No mount outlives its process, even on SIGKILL. slurmctld needs
+  neither ``/proc`` nor ``/dev`` mounted (debootstrap creates the device nodes it uses) as long as
+  it is started by absolute path.
+* ``/usr/sbin/slurmctld-wlm -D -i -f /srv/slinky/etc/slurm.conf`` (foreground, ignore state; the
+  ``-wlm-emulator`` build with ``emulator=True``) runs in its own process group and UTS namespace
+  (host name ``slurmctld``, 127.0.0.1 in the chroot's ``/etc/hosts``), on a free port from
+  20000-29999 (``SlurmctldPort``; a distinct ``SlurmdPort``). Start-up waits until ``scontrol ping``
+  answers: about 0.1 s (0.3 s with file writing) on the project's 2-core machines.
+* On exit the whole process group gets SIGTERM (SIGKILL after 10 s), also when the body raised.
+* ``scontrol show ...`` exits 0 even when the request failed; :class:`CommandResult` ``.ok`` (and so
+  ``check=True``) also treats an ``error`` on stderr as a failure.
 
 Node recipe for topology annotations (found by experiment with Slurm 26.05.5):
 
-* Static nodes: ``NodeName=n[1-8] CPUs=1 State=CLOUD`` in slurm.conf (no slurmd needed; plain static nodes
-  without ``State=CLOUD`` also load and just show as unknown/down). ``scontrol update NodeName=n1
-  Topology=default:leaf2`` moves a static node; the topology of ``topology.conf`` is named ``default``.
-* Dynamic nodes (what Slinky's ``slurmd -Z`` produces): set ``MaxNodeCount=<n>`` in slurm.conf, then
-  ``scontrol create NodeName=d1 CPUs=1 State=CLOUD Topology=fabric:leaf2,nvl:b3`` (``create_node``);
-  ``scontrol create`` only accepts ``State=CLOUD``, ``FUTURE`` or ``EXTERNAL``. Then
-  ``scontrol update NodeName=d1 Topology=...`` (``set_node_topology``) replaces the node's placement; an
-  empty string removes it from every topology.
-* A tree spec may be a path from an existing switch (``fabric:spine:leaf9`` creates ``leaf9``); a block
-  spec must name an existing block, else ``scontrol`` exits 1 with "Requested topology configuration is not
-  available" (raised as :class:`SlurmCommandError`). Each ``MaxNodeCount`` slot not yet used counts as a node
-  in no switch/block, so expect a "lack access to N nodes" warning when it is set.
+* Static nodes: declare them ``NodeName=n[1-8] CPUs=1 State=CLOUD``: no slurmd is needed and they
+  show as idle/powered down. Plain static nodes need ``NodeAddr=127.0.0.1`` (or resolvable names):
+  otherwise slurmctld blocks about 5 s per node on name resolution at start-up.
+  ``scontrol update NodeName=n1 Topology=default:leaf2`` moves a static node (the single topology
+  of a ``topology.conf`` is named ``default``).
+* Dynamic nodes (what Slinky's ``slurmd -Z`` produces): set ``MaxNodeCount=<n>`` in slurm.conf;
+  ``scontrol create NodeName=d1 CPUs=1 State=CLOUD Topology=fabric:leaf2,nvl:b3``
+  (:meth:`SlurmCtld.create_node`; ``scontrol create`` only accepts ``State=CLOUD``, ``FUTURE`` or
+  ``EXTERNAL``), then ``scontrol update NodeName=d1 Topology=...``
+  (:meth:`SlurmCtld.set_node_topology`) replaces the node's whole placement; an empty string takes
+  it out of every topology. A skeleton topology.yaml (switches and blocks without nodes) loads.
+* A tree spec may be a path from an existing switch (``fabric:spine1:leaf9`` creates ``leaf9``
+  under ``spine1``); a block spec must name an existing block and a topology name must exist, else
+  ``scontrol`` exits 1 ("Requested topology configuration is not available"), raised as
+  :class:`SlurmCommandError`. Every unused ``MaxNodeCount`` slot counts as a node in no switch or
+  block, so expect a "lack access to N nodes" warning when it is set.
 """
 
 from __future__ import annotations
@@ -211,7 +241,7 @@ class LoadResult:
     """What :func:`check_load` found."""
 
     accepted: bool
-    """slurmctld started and ``scontrol show topology`` (default and every named topology) exited 0."""
+    """slurmctld started and ``scontrol show topology`` (default and each named one) succeeded."""
     started: bool
     errors: tuple[str, ...]
     """Log lines with ``fatal`` or ``error`` (for a rejected config: why)."""
@@ -225,13 +255,13 @@ class LoadResult:
 
 
 def parse_records(text: str) -> list[dict[str, str]]:
-    """Parse one-line ``Key=Value Key=Value`` records (``scontrol show topology``, ``show node -o``).
+    """Parse one-line ``Key=Value Key=Value`` records (``show topology``, ``show node -o``).
 
     Values may contain spaces (``OS=Linux 6.1 ...``): a value runs until the next ``Key=``.
     """
     records = []
-    for line in text.splitlines():
-        line = line.strip()
+    for raw in text.splitlines():
+        line = raw.strip()
         if not line:
             continue
         record: dict[str, str] = {}
@@ -253,12 +283,14 @@ def _conf_keys(text: str) -> set[str]:
 
 
 def compose_slurm_conf(user_text: str, managed: Mapping[str, str]) -> str:
-    """The slurm.conf slurmctld reads: harness keys, then defaults the caller did not set, then the text."""
+    """The slurm.conf slurmctld reads: harness keys, defaults the text does not set, the text."""
     user_keys = _conf_keys(user_text)
     clash = sorted(k for k in user_keys if k in HARNESS_KEYS)
     if clash:
         raise ValueError(f"slurm.conf must not set harness-owned keys: {', '.join(clash)}")
-    lines = ["# slurm.conf composed by slinky_harness.slurm: harness keys first, then the test's text"]
+    lines = [
+        "# slurm.conf composed by slinky_harness.slurm: harness keys first, then the test's text"
+    ]
     lines += [f"{k}={v}" for k, v in managed.items()]
     lines += [f"{k}={v}" for k, v in DEFAULT_KEYS.items() if k.lower() not in user_keys]
     return "\n".join(lines) + "\n\n" + user_text.rstrip("\n") + "\n"
@@ -310,7 +342,7 @@ def _release_ports(*ports: int) -> None:
 
 
 class SlurmCtld:
-    """A running slurmctld in the chroot (made by :func:`slurmctld`; use it inside the ``with`` only)."""
+    """A running slurmctld in the chroot (made by :func:`slurmctld`; valid inside the ``with``)."""
 
     def __init__(
         self, root: Path, workdir: Path, info: ChrootInfo, *, emulator: bool, timeout: float
@@ -370,7 +402,7 @@ class SlurmCtld:
         return self.run(self._client("sinfo"), *args).stdout
 
     def log(self) -> str:
-        """Everything slurmctld logged (its stderr in ``-D`` mode: also what came before the log file)."""
+        """Everything slurmctld logged (its ``-D`` stderr: also what came before the log file)."""
         path = self.workdir / "slurmctld.stderr"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
@@ -415,14 +447,17 @@ class SlurmCtld:
     # --- configuration ---------------------------------------------------------------------------
 
     def write_file(self, name: str, content: FileSource) -> None:
-        """Replace one config file atomically (``slurm.conf`` is composed again); then :meth:`reconfigure`."""
+        """Replace one config file atomically (``slurm.conf`` is composed again).
+
+        Call :meth:`reconfigure` afterwards to make slurmctld read it.
+        """
         data = _read_files({name: content})[name]
         if name == "slurm.conf":
             data = compose_slurm_conf(data.decode("utf-8"), self._managed()).encode("utf-8")
         tmp = self.etc_dir / f".{name}.tmp"
         tmp.write_bytes(data)
         tmp.chmod(0o644)
-        os.replace(tmp, self.etc_dir / name)
+        tmp.replace(self.etc_dir / name)
 
     def reconfigure(self, *, settle: float = 5.0) -> None:
         """``scontrol reconfigure``, then wait until slurmctld has re-read its files and answers.
@@ -572,9 +607,10 @@ def slurmctld(
 ) -> Iterator[SlurmCtld]:
     """Start a slurmctld on ``files`` (a folder or ``{name: text|bytes|Path}``), stop it on exit.
 
-    ``root``: the chroot (default :func:`ensure_chroot`). ``workdir``: host folder for its config, state
-    and logs (created; default a temporary folder removed on exit unless ``keep``). ``emulator``: run the
-    ``slurm-wlm-emulator`` build (several slurmd per host). Raises :class:`SlurmctldStartError` when the
+    ``root``: the chroot (default :func:`ensure_chroot`). ``workdir``: host folder for its config,
+    state and logs (created; default a temporary folder removed on exit unless ``keep``).
+    ``emulator``: run the ``slurm-wlm-emulator`` build (several slurmd per host). Raises
+    :class:`SlurmctldStartError` when the
     daemon exits during start-up or does not answer ``scontrol ping`` within ``timeout`` seconds.
     """
     data = _read_files(files)
@@ -616,8 +652,9 @@ def check_load(
 ) -> LoadResult:
     """Does slurmctld accept this config? Start it, read every topology back, stop it.
 
-    Accepted means: slurmctld started and ``scontrol show topology`` plus ``scontrol show topology <name>``
-    for every topology named in ``topology.yaml`` exited 0. Rejected results carry the log lines saying why.
+    Accepted means: slurmctld started, and ``scontrol show topology`` plus ``scontrol show topology
+    <name>`` for every topology named in ``topology.yaml`` succeeded. Rejected results carry the log
+    lines saying why.
     """
     data = _read_files(files)
     names = topology_names(data["topology.yaml"]) if "topology.yaml" in data else []
@@ -626,8 +663,8 @@ def check_load(
     try:
         with slurmctld(data, root=root, workdir=workdir, timeout=timeout) as ctld:
             for name in ["", *names]:
-                res = ctld.run(ctld._client("scontrol"), "show", "topology", *([name] if name else []),
-                               check=False)  # fmt: skip
+                args = ("show", "topology", *([name] if name else []))
+                res = ctld.run(ctld._client("scontrol"), *args, check=False)
                 if res.ok:
                     topologies[name] = res.stdout
                 else:

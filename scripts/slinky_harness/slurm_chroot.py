@@ -1,16 +1,17 @@
-"""Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (see :mod:`slinky_harness.slurm`).
+"""Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (for slinky_harness.slurm).
 
 The chroot lives outside the clone, in
-``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/<suite>-<slurm series>/`` (``sid-26.05``).
-It is built with ``debootstrap --variant=minbase`` in a temporary folder next to that path and renamed into
-place only once it is complete and its Slurm version has been checked, so a half-built chroot is never
-reused. A marker file ``.slinky-chroot.json`` at the top of the chroot records what was built; a chroot
-without a valid marker, or built by another recipe, is rebuilt.
+``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/<suite>-<slurm series>/``
+(``sid-26.05``). It is built with ``debootstrap --variant=minbase`` in a temporary folder next to
+that path and renamed into place only once it is complete and its Slurm version has been checked, so
+a half-built chroot is never reused. A marker file ``.slinky-chroot.json`` at the top of the chroot
+records what was built; a chroot without a valid marker, or built by another recipe, is rebuilt.
 
 Every command that runs inside the chroot (debootstrap included) runs in a private mount namespace
-(``unshare --mount --propagation private``): whatever it mounts (``/proc`` for dpkg, bind mounts of a
-controller's work folder) disappears when the process ends, even when it is killed, so nothing stays mounted
-on the host and no cleanup can follow a stale bind mount into the host's ``/proc`` or ``/dev``.
+(``unshare --mount --propagation private``): whatever it mounts (``/proc`` for dpkg, bind mounts of
+a controller's work folder) disappears when the process ends, even when it is killed, so nothing
+stays mounted on the host and no cleanup can follow a stale bind mount into the host's ``/proc`` or
+``/dev``.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
     "CHROOT_RECIPE",
@@ -53,12 +57,12 @@ SLURM_SERIES = "26.05"
 PACKAGES = ("slurmctld", "slurmd", "slurm-client")
 """Installed by debootstrap (their dependencies come along: basic plugins, libraries)."""
 OPTIONAL_PACKAGES = ("slurm-wlm-emulator", "slurm-client-emulator")
-"""Installed afterwards when the suite has them (many slurmd per host); their absence is recorded."""
+"""Installed afterwards when the suite has them (many slurmd per host); presence is recorded."""
 CHROOT_RECIPE = 1
 """Bump when the build steps change: chroots built by another recipe are rebuilt."""
 MARKER = ".slinky-chroot.json"
 MOUNT_POINT = "/srv/slinky"
-"""Empty folder in the chroot where a controller's host work folder is bind-mounted (per namespace)."""
+"""Empty folder in the chroot on which a controller's host work folder is bind-mounted."""
 _BUILD_TIMEOUT_S = 1200.0
 
 
@@ -75,7 +79,8 @@ class ChrootInfo:
     slurm_version: str
     """Debian version of the ``slurmctld`` package, e.g. ``26.05.5-1``."""
     emulator: bool
-    """Whether ``slurm-wlm-emulator`` (``slurmctld-wlm-emulator``, ``slurmd-wlm-emulator``) is installed."""
+    """Whether ``slurm-wlm-emulator`` (``slurmctld-wlm-emulator``, ``slurmd-wlm-emulator``) is
+    installed."""
     mirror: str
     build_seconds: float
     slurm_uid: int
@@ -122,10 +127,10 @@ def _source_entries(path: Path) -> Iterator[tuple[list[str], list[str]]]:
 
 
 def debian_mirror() -> str:
-    """The Debian mirror configured in this machine's apt sources (``SLINKY_DEBIAN_MIRROR`` overrides).
+    """The Debian mirror of this machine's apt sources (``SLINKY_DEBIAN_MIRROR`` overrides).
 
-    Picks the first ``deb`` entry whose suite is a plain release (no ``-security``/``-updates`` suffix) and
-    whose URI is not a security archive.
+    Picks the first ``deb`` entry whose suite is a plain release (no ``-security``/``-updates``
+    suffix) and whose URI is not a security archive.
     """
     override = os.environ.get("SLINKY_DEBIAN_MIRROR")
     if override:
@@ -152,10 +157,10 @@ def chroot_argv(
 ) -> list[str]:
     """Command line that runs ``argv`` chrooted into ``root`` in a private mount namespace.
 
-    ``binds`` maps folders inside the chroot (which must exist there) to host folders bind-mounted on them;
-    ``proc`` mounts a fresh ``/proc``; ``hostname`` also unshares the UTS namespace and sets the host name.
-    All mounts belong to the new namespace and vanish with the process. The final ``exec`` keeps the pid,
-    so the pid of the returned command is the pid of ``argv[0]``.
+    ``binds`` maps folders inside the chroot (which must exist there) to host folders bind-mounted
+    on them; ``proc`` mounts a fresh ``/proc``; ``hostname`` also unshares the UTS namespace and
+    sets the host name. All mounts belong to the new namespace and vanish with the process. The
+    final ``exec`` keeps the pid, so the pid of the returned command is the pid of ``argv[0]``.
     """
     steps = ["set -e"]
     if hostname is not None:
@@ -175,8 +180,10 @@ def chroot_argv(
 CHROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/root"}
 
 
-def _run_logged(argv: Sequence[str], logfile: Path, *, env: Mapping[str, str] | None = None) -> None:
-    """Run a build step, appending its output to ``logfile``; kill its process group on any failure."""
+def _run_logged(
+    argv: Sequence[str], logfile: Path, *, env: Mapping[str, str] | None = None
+) -> None:
+    """Run a build step, appending its output to ``logfile``; kill its group on any failure."""
     log.info("slurm chroot: %s", " ".join(argv[:12]))
     with logfile.open("ab") as out:
         out.write(("$ " + shlex.join(argv) + "\n").encode())
@@ -236,7 +243,9 @@ def _ensure_debootstrap(logfile: Path) -> None:
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     _run_logged(["apt-get", "update"], logfile, env=env)
-    _run_logged(["apt-get", "install", "-y", "--no-install-recommends", "debootstrap"], logfile, env=env)
+    _run_logged(
+        ["apt-get", "install", "-y", "--no-install-recommends", "debootstrap"], logfile, env=env
+    )
 
 
 def _read_marker(root: Path) -> ChrootInfo | None:
@@ -295,13 +304,17 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
             f"Slurm {SLURM_SERIES}.x"
         )
     available = [
-        p for p in OPTIONAL_PACKAGES if inside("apt-cache", "show", "--no-all-versions", p, capture=True)
+        p
+        for p in OPTIONAL_PACKAGES
+        if inside("apt-cache", "show", "--no-all-versions", p, capture=True)
     ]
     if available:
         inside("apt-get", "install", "-y", "--no-install-recommends", *available)
     emulator = "slurm-wlm-emulator" in available
     inside("apt-get", "clean")
-    (tmp / "etc/hosts").write_text("127.0.0.1 localhost slurmctld\n::1 localhost\n", encoding="utf-8")
+    (tmp / "etc/hosts").write_text(
+        "127.0.0.1 localhost slurmctld\n::1 localhost\n", encoding="utf-8"
+    )
     (tmp / MOUNT_POINT.lstrip("/")).mkdir(parents=True, exist_ok=True)
     uid, gid = _slurm_ids(tmp)
     return {
@@ -338,9 +351,10 @@ def chroot_info(root: Path | None = None) -> ChrootInfo:
 def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: bool = False) -> Path:
     """Return the path of a complete Slurm 26.05 chroot, building it first when needed.
 
-    Warm (marker present and current): returns at once, without network. Cold: about a minute and 300 MB
-    (debootstrap from :func:`debian_mirror`). Concurrent callers (processes) serialise on a lock file; a
-    build interrupted at any point leaves only a ``.build-*`` folder, removed by the next build.
+    Warm (marker present and current): returns at once, without network. Cold: about 1.5 minutes
+    and 300 MB (debootstrap from :func:`debian_mirror`). Concurrent callers (processes) serialise on
+    a lock file; a build interrupted at any point leaves only a ``.build-*`` folder, removed by the
+    next build.
     Must run as root on Linux.
     """
     base = cache if cache is not None else cache_root()

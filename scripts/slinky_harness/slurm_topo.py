@@ -1,10 +1,11 @@
 """Test oracle: what ``scontrol show topology`` must list for a hand-written topology file.
 
-Reads ``topology.conf`` (tree or block) and ``topology.yaml`` into small models and derives what slurmctld
-should report (nodes under every switch, switch levels, base and aggregated blocks), and reads
-``scontrol show topology`` output back into the same shapes, so tests compare input against Slurm's view
-without hard-coding Slurm's text. Deliberately independent of ``slinky_topology`` (the product) so the real
-Slurm tier checks the product, not itself. Hostlists are expanded with python-hostlist (a test dependency).
+Reads ``topology.conf`` (tree or block) and ``topology.yaml`` into small models and derives what
+slurmctld should report (nodes under every switch, switch levels, base and aggregated blocks), and
+reads ``scontrol show topology`` output back into the same shapes, so tests compare input against
+Slurm's view without hard-coding Slurm's text. Deliberately independent of ``slinky_topology`` (the
+product) so the real Slurm tier checks the product, not itself. Hostlists are expanded with
+python-hostlist (a test dependency).
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ class BlockTopology:
     def aggregated(self) -> list[tuple[int, set[str]]]:
         """``(BlockSize, nodes)`` of every aggregated block the sizes ask for.
 
-        Level ``s`` groups ``s / base`` consecutive base blocks starting at an index divisible by that
-        count; only whole groups are returned (keep test data to whole groups).
+        Level ``s`` groups ``s / base`` consecutive base blocks starting at an index divisible by
+        that count; only whole groups are returned (keep test data to whole groups).
         """
         if not self.sizes:
             raise ValueError("expected aggregated blocks need an explicit BlockSizes")
@@ -163,7 +164,7 @@ class SwitchView:
 
 
 def read_tree(show_topology: str) -> dict[str, SwitchView]:
-    """``scontrol show topology`` of a tree -> switch name -> level, nodes reached, child switches."""
+    """``scontrol show topology`` of a tree -> switch -> level, nodes reached, child switches."""
     out = {}
     for rec in parse_records(show_topology):
         if "SwitchName" in rec:
@@ -186,5 +187,10 @@ def read_blocks(show_topology: str) -> tuple[dict[str, frozenset[str]], list[tup
         if "BlockName" in rec:
             base[rec["BlockName"]] = frozenset(expand(rec.get("Nodes")))
         elif "AggregatedBlock" in rec:
-            agg.append((int(re.sub(r"\D", "", rec.get("BlockSize", "0")) or 0), set(expand(rec.get("Nodes")))))
+            agg.append(
+                (
+                    int(re.sub(r"\D", "", rec.get("BlockSize", "0")) or 0),
+                    set(expand(rec.get("Nodes"))),
+                )
+            )
     return base, agg

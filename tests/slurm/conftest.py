@@ -1,10 +1,11 @@
 """Fixtures of the real-Slurm tier: one Slurm 26.05 chroot per machine, one slurmctld per test.
 
-The chroot (Debian sid, debootstrap) is built once per machine by ``slinky_harness.slurm.ensure_chroot``
-into ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/`` and reused by every later session.
-The tier needs Linux and root; elsewhere it is skipped, unless ``SLINKY_REQUIRE_SLURM=1`` (CI) turns the
-skip into a failure. Every test in this folder gets the ``slurm`` marker. The terminal summary reports the
-chroot time (cold build or warm reuse) and controller start-up times.
+The chroot (Debian sid, debootstrap) is built once per machine by
+``slinky_harness.slurm.ensure_chroot`` into
+``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/`` and reused by every later session.
+The tier needs Linux and root; elsewhere it is skipped, unless ``SLINKY_REQUIRE_SLURM=1`` (CI) turns
+the skip into a failure. Every test in this folder gets the ``slurm`` marker. The terminal summary
+reports the chroot time (cold build or warm reuse) and controller start-up times.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Each ``tests/data/slurm/broken/<case>/`` holds the files and an ``expect.yaml``:
 
 * ``rejected``: slurmctld exits during start-up with a fatal line (naming ``mentions`` when given);
 * ``warned``: it starts and logs a warning naming ``mentions``;
-* ``accepted``: it starts and says nothing about ``mentions`` (Slurm does not check; only our validator does).
+* ``accepted``: it starts and says nothing about ``mentions`` (Slurm does not check; only our
+  validator does).
 """
 
 from __future__ import annotations

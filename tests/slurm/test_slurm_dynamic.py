@@ -1,12 +1,12 @@
-"""Node topology strings, as the Slinky operator applies the ``topology.slinky.slurm.net/spec`` annotation.
+"""Node topology strings, as Slinky applies the ``topology.slinky.slurm.net/spec`` annotation.
 
-Recipe (see ``slinky_harness.slurm``): a skeleton ``topology.yaml`` plus ``MaxNodeCount``; nodes are created
-with ``scontrol create NodeName=... State=CLOUD Topology=...`` and moved with ``scontrol update``.
+Recipe (see ``slinky_harness.slurm``): a skeleton ``topology.yaml`` plus ``MaxNodeCount``; nodes are
+created with ``scontrol create NodeName=... State=CLOUD Topology=...`` and moved with ``scontrol
+update``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -23,6 +23,8 @@ from slinky_harness.slurm_topo import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from slinky_harness.slurm import CtldFactory, SlurmCtld
 
 

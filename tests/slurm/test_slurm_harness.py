@@ -22,7 +22,7 @@ from slinky_harness.slurm import (
     slurmctld,
 )
 from slinky_harness.slurm_chroot import debian_mirror
-from slinky_harness.slurm_topo import parse_topology_conf, read_tree
+from slinky_harness.slurm_topo import TreeTopology, parse_topology_conf, read_tree
 
 if TYPE_CHECKING:
     from slinky_harness.slurm import CtldFactory
@@ -113,9 +113,11 @@ def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) ->
         "slurm.conf": "TopologyPlugin=topology/tree\nNodeName=n[1-2] State=CLOUD\n",
         "topology.conf": "SwitchName=s1 Switches=nosuch\n",
     }
-    with pytest.raises(SlurmctldStartError) as err:
-        with slurmctld(files, root=slurm_root, workdir=tmp_path / "w"):
-            pass
+    with (
+        pytest.raises(SlurmctldStartError) as err,
+        slurmctld(files, root=slurm_root, workdir=tmp_path / "w"),
+    ):
+        pass
     assert err.value.returncode not in (None, 0)
     assert "nosuch" in str(err.value)
     assert "nosuch" in err.value.log
@@ -124,10 +126,12 @@ def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) ->
 
 def test_exception_in_body_still_stops_controller(slurm_root: Path, slurm_data: Path) -> None:
     pid = 0
-    with pytest.raises(RuntimeError, match="boom"):
-        with slurmctld(slurm_data / "tree", root=slurm_root) as ctld:
-            pid = ctld.pid
-            raise RuntimeError("boom")
+    with (
+        pytest.raises(RuntimeError, match="boom"),
+        slurmctld(slurm_data / "tree", root=slurm_root) as ctld,
+    ):
+        pid = ctld.pid
+        raise RuntimeError("boom")
     assert pid and not _pid_alive(pid)
 
 
@@ -139,7 +143,7 @@ def test_controllers_run_concurrently_in_isolation(
     variants = {}
     for i in range(3):
         # leaf<i> only, so each controller's topology differs
-        leaf = [ln for ln in tree.splitlines() if ln.startswith(f"SwitchName=leaf{i + 1} ")][0]
+        leaf = next(ln for ln in tree.splitlines() if ln.startswith(f"SwitchName=leaf{i + 1} "))
         nodes = re.search(r"Nodes=(\S+)", leaf)
         assert nodes
         variants[f"c{i}"] = {
@@ -155,6 +159,7 @@ def test_controllers_run_concurrently_in_isolation(
         assert len({c.port for c in ctlds.values()}) == 3
         for name, ctld in ctlds.items():
             expected = parse_topology_conf(variants[name]["topology.conf"])
+            assert isinstance(expected, TreeTopology)
             shown = read_tree(ctld.show_topology())
             assert set(shown) == set(expected.children)
             config = ctld.scontrol("show", "config")

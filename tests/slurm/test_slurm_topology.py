@@ -6,7 +6,6 @@ Expected values come from the input files (``slinky_harness.slurm_topo``), never
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slinky_harness.slurm import check_load, parse_records
@@ -22,6 +21,8 @@ from slinky_harness.slurm_topo import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from slinky_harness.slurm import CtldFactory, SlurmCtld
 
 
@@ -93,25 +94,26 @@ def test_topology_yaml_with_named_topologies_loads(
 
 
 def test_partition_selects_named_topology(start_ctld: CtldFactory, slurm_data: Path) -> None:
-    """``PartitionName=... Topology=<name>`` (25.05+) is kept, and jobs in it follow that topology:
-    ``sbatch --test-only --segment`` lands on whole base blocks of the partition's block topology."""
+    """``PartitionName=... Topology=<name>`` (25.05+) is kept, and jobs in it follow that
+    topology: ``sbatch --test-only --segment`` lands on whole base blocks of its block topology."""
     conf = (slurm_data / "multi/slurm.conf").read_text()
     part_topo = dict(re.findall(r"^PartitionName=(\S+)\s.*\bTopology=(\S+)", conf, re.MULTILINE))
     assert part_topo
-    topologies = {t.name: t for t in parse_topology_yaml(
-        (slurm_data / "multi/topology.yaml").read_text())}  # fmt: skip
+    multi = parse_topology_yaml((slurm_data / "multi/topology.yaml").read_text())
+    topologies = {t.name: t for t in multi}
     with start_ctld(slurm_data / "multi") as ctld:
         for part, topo in part_topo.items():
             (record,) = parse_records(ctld.scontrol("show", "partition", "-o", part))
             assert record["Topology"] == topo
-        blocks_part = next(p for p, t in part_topo.items()
-                           if isinstance(topologies[t].model, BlockTopology))  # fmt: skip
+        blocks_part = next(
+            p for p, t in part_topo.items() if isinstance(topologies[t].model, BlockTopology)
+        )
         model = topologies[part_topo[blocks_part]].model
         assert isinstance(model, BlockTopology)
         base = model.sizes[0]
         for count in (base, 2 * base):
-            res = ctld.run("sbatch", "--test-only", "-p", blocks_part, "-N", str(count),
-                           f"--segment={base}", "--wrap", "true")  # fmt: skip
+            job = ("-p", blocks_part, "-N", str(count), f"--segment={base}", "--wrap", "true")
+            res = ctld.run("sbatch", "--test-only", *job)
             found = re.search(r"on nodes (\S+)", res.output)
             assert found, res.output
             placed = set(expand(found.group(1)))
