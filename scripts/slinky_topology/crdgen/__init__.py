@@ -1,6 +1,6 @@
 """CRDs of the Slinky ``slinky.slurm.net`` API, generated from a compact model.
 
-- :mod:`.model` reads ``model/<version>.yaml`` (the API as data),
+- :mod:`.dsl` reads ``model/<version>.yaml`` (the API as data),
 - :mod:`.k8s` converts embedded Kubernetes types from the OpenAPI definitions,
 - :mod:`.schema` builds the CRDs, :mod:`.render` writes them, :mod:`.cli` is the command,
 - :mod:`.structural`, :mod:`.jsonschema`, :mod:`.defaulting` and :mod:`.cel` check CRDs

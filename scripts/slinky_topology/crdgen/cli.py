@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slinky_topology.crdgen.dsl import load_model
 from slinky_topology.crdgen.errors import CrdGenError, StaleOutputError
-from slinky_topology.crdgen.model import load_model
 from slinky_topology.crdgen.render import diff_outputs, render_yaml, write_outputs
 from slinky_topology.crdgen.schema import build_crds
 

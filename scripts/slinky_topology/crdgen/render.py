@@ -14,7 +14,7 @@ import yaml
 from slinky_topology.crdgen.errors import CrdGenError
 
 if TYPE_CHECKING:
-    from slinky_topology.crdgen.model import Model
+    from slinky_topology.crdgen.dsl import Model
 
 __all__ = ["FILE_GLOB", "diff_outputs", "header", "render_yaml", "write_outputs"]
 

@@ -12,9 +12,9 @@ from crdgen_support import CRD_DIR, GROUP, KINDS, crds
 
 from slinky_topology.crdgen import main
 from slinky_topology.crdgen.cli import generate
+from slinky_topology.crdgen.dsl import load_model
 from slinky_topology.crdgen.errors import CrdGenError, SchemaError
 from slinky_topology.crdgen.loader import load_crds
-from slinky_topology.crdgen.model import load_model
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -9,10 +9,10 @@ import pytest
 from crdgen_support import GROUP, VERSION, crds, schema_paths
 
 from slinky_topology.crdgen.cel import compile_rules
+from slinky_topology.crdgen.dsl import load_model
 from slinky_topology.crdgen.errors import DefinitionsError
 from slinky_topology.crdgen.jsonschema import version_schema
 from slinky_topology.crdgen.k8s import Definitions
-from slinky_topology.crdgen.model import load_model
 from slinky_topology.crdgen.structural import structural_errors
 
 if TYPE_CHECKING:

@@ -280,7 +280,7 @@ class Model:
 
 def default_model_path(version: str = "v1beta1") -> Path:
     """Path of the model file shipped with the package."""
-    return Path(str(resources.files("slinky_topology.crdgen") / "model" / f"{version}.yaml"))
+    return Path(str(resources.files("slinky_topology.crdgen.model") / f"{version}.yaml"))
 
 
 def _mapping(value: object, where: str) -> dict[str, Any]:

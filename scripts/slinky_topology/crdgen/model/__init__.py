@@ -1,0 +1,1 @@
+"""Data package: the compact API models (``<version>.yaml``) read by :mod:`..dsl`."""
