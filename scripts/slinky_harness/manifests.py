@@ -145,6 +145,8 @@ def check_names(docs: list[Doc]) -> list[str]:
 
 def _label_maps(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "metadata.labels", (doc.get("metadata") or {}).get("labels") or {}
+    if doc.get("kind") == "CustomResourceDefinition":
+        return  # its spec is a schema, not objects
     for path, value in walk(doc.get("spec")):
         if path.endswith(".metadata") and isinstance(value, dict) and isinstance(value.get("labels"), dict):
             yield f"spec{path}.labels", value["labels"]
