@@ -183,7 +183,7 @@ def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        names = ", ".join(p.name for p in found)
+        names = ", ".join(sorted(p.name for p in found))
         raise InputError(
             f"labels of several presets found ({names}); choose one with --preset "
             "or give --label-map"

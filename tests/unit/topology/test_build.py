@@ -1,0 +1,164 @@
+"""Layout rules of slinky_topology.build (block placement, inference, tree trimming)."""
+
+from __future__ import annotations
+
+import pytest
+
+from slinky_topology.build import default_requests, plan
+from slinky_topology.errors import ValidationError
+from slinky_topology.model import (
+    BlockSpec,
+    Fabric,
+    Node,
+    NvlinkDomain,
+    Switch,
+    TopologyRequest,
+    TreeSpec,
+)
+
+SPINE = (Switch("spine1"), Switch("leaf01", "spine1"), Switch("leaf02", "spine1"))
+
+
+def _racks(spec: list[tuple[str, str, int]], slots: int = 4) -> tuple[Node, ...]:
+    nodes: list[Node] = []
+    for rack, leaf, count in spec:
+        nodes.extend(Node(f"{rack}n{i}", leaf=leaf, domain=rack) for i in range(1, count + 1))
+    return tuple(nodes)
+
+
+def _blocks(fabric: Fabric, name: str = "nvlink") -> BlockSpec:
+    spec = plan(fabric).doc().get(name).spec  # type: ignore[union-attr]
+    assert isinstance(spec, BlockSpec)
+    return spec
+
+
+def test_racks_under_one_leaf_are_aligned_and_padded() -> None:
+    """Three racks on leaf01 take slots 0-3 (slot 3 a placeholder); leaf02's rack starts at 4."""
+    nodes = _racks([("ra", "leaf01", 4), ("rb", "leaf01", 4), ("rc", "leaf01", 4),
+                    ("rd", "leaf02", 4)])
+    spec = _blocks(Fabric(switches=SPINE, nodes=nodes))
+    assert [b.name for b in spec.blocks] == ["ra", "rb", "rc", "pad0003", "rd", "pad0005",
+                                            "pad0006", "pad0007"]
+    assert spec.blocks[3].nodes == ()
+    assert spec.block_sizes == (4, 8, 16, 32)
+
+
+def test_bigger_subtree_goes_first_for_alignment() -> None:
+    nodes = _racks([("ra", "leaf02", 2), ("rb", "leaf01", 2), ("rc", "leaf01", 2)])
+    spec = _blocks(Fabric(switches=SPINE, nodes=nodes))
+    assert [b.name for b in spec.blocks] == ["rb", "rc", "ra", "pad0003"]
+
+
+def test_no_switches_infers_sizes_from_domain_count() -> None:
+    nodes = _racks([(f"r{i}", "", 3) for i in range(5)])
+    nodes = tuple(Node(n.name, domain=n.domain) for n in nodes)
+    spec = _blocks(Fabric(nodes=nodes))
+    assert spec.block_sizes == (3, 6, 12)  # floor(log2(5)) = 2 levels above the base
+    assert len(spec.blocks) == 8  # padded to a whole 12-node group
+
+
+def test_declared_slots_set_the_base() -> None:
+    nodes = _racks([("ra", "leaf01", 2)])
+    fabric = Fabric(switches=SPINE, nodes=nodes, domains=(NvlinkDomain("ra", slots=18),))
+    assert _blocks(fabric).block_sizes == (18,)
+
+
+def test_explicit_base_too_small_is_an_error() -> None:
+    nodes = _racks([("ra", "leaf01", 4)])
+    reqs = (TopologyRequest("b", "block", cluster_default=True, block_sizes=(2, 4)),)
+    with pytest.raises(ValidationError, match="domain ra: needs 4 node slots"):
+        plan(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+
+
+def test_domain_without_nodes_is_a_placeholder_in_place() -> None:
+    nodes = _racks([("ra", "leaf01", 2), ("rc", "leaf02", 2)])
+    domains = (NvlinkDomain("ra"), NvlinkDomain("rb", slots=2, switch="leaf01"), NvlinkDomain("rc"))
+    spec = _blocks(Fabric(switches=SPINE, nodes=nodes, domains=domains))
+    assert [(b.name, len(b.nodes)) for b in spec.blocks] == [("ra", 2), ("rb", 0), ("rc", 2),
+                                                            ("pad0003", 0)]
+
+
+def test_max_tiers_trims_the_top() -> None:
+    switches = (Switch("core"), Switch("spine1", "core"), *(
+        Switch(f"leaf{i}", "spine1") for i in (1, 2)))
+    nodes = (Node("n1", leaf="leaf1"), Node("n2", leaf="leaf2"))
+    reqs = (TopologyRequest("t", "tree", cluster_default=True, max_tiers=2),)
+    p = plan(Fabric(switches=switches, nodes=nodes, topologies=reqs))
+    spec = p.doc().topologies[0].spec
+    assert isinstance(spec, TreeSpec)
+    assert [s.name for s in spec.switches] == ["spine1", "leaf1", "leaf2"]
+    assert p.specs() == {"n1": "t:spine1:leaf1", "n2": "t:spine1:leaf2"}
+
+
+def test_partition_tree_is_the_ancestor_closure() -> None:
+    switches = (*SPINE, Switch("spine2"), Switch("leaf03", "spine2"))
+    nodes = (Node("a", leaf="leaf01", partitions=("p",)), Node("b", leaf="leaf03"))
+    reqs = (TopologyRequest("t", "tree", cluster_default=True, partitions=("p",)),)
+    spec = plan(Fabric(switches=switches, nodes=nodes, topologies=reqs)).doc().topologies[0].spec
+    assert isinstance(spec, TreeSpec)
+    assert [(s.name, s.children, s.nodes) for s in spec.switches] == [
+        ("spine1", ("leaf01",), ()),
+        ("leaf01", (), ("a",)),
+    ]
+
+
+def test_dynamic_shape_drops_node_lists_only() -> None:
+    nodes = _racks([("ra", "leaf01", 2)])
+    p = plan(Fabric(switches=SPINE, nodes=nodes))
+    static, dynamic = p.doc("static"), p.doc("dynamic")
+    assert [t.name for t in dynamic.topologies] == [t.name for t in static.topologies]
+    for topo in dynamic.topologies:
+        if isinstance(topo.spec, TreeSpec):
+            assert all(not s.nodes for s in topo.spec.switches)
+        if isinstance(topo.spec, BlockSpec):
+            assert all(not b.nodes for b in topo.spec.blocks)
+
+
+def test_conf_specs_use_default_topology_name() -> None:
+    nodes = _racks([("ra", "leaf01", 1)])
+    p = plan(Fabric(switches=SPINE, nodes=nodes))
+    assert p.specs("block") == {"ran1": "default:ra"}
+    assert p.specs("tree") == {"ran1": "default:spine1:leaf01"}
+    assert p.specs() == {"ran1": "fabric:spine1:leaf01,nvlink:ra"}
+
+
+def test_default_requests() -> None:
+    assert [r.kind for r in default_requests(Fabric(nodes=(Node("a"),)))] == ["flat"]
+    both = default_requests(Fabric(switches=SPINE, nodes=(Node("a", leaf="leaf01", domain="d"),)))
+    assert [(r.kind, r.cluster_default) for r in both] == [("tree", True), ("block", False)]
+
+
+@pytest.mark.parametrize(
+    ("fabric", "message"),
+    [
+        pytest.param(Fabric(switches=(Switch("a", "b"), Switch("b", "a"))), "loops back",
+                     id="cycle"),
+        pytest.param(Fabric(switches=(Switch("a", "zz"),)), "parent zz is not defined",
+                     id="unknown-parent"),
+        pytest.param(Fabric(switches=SPINE, nodes=(Node("n", leaf="spine1"),)),
+                     "also has child switches", id="node-on-spine"),
+        pytest.param(Fabric(switches=SPINE, nodes=(Node("n", leaf="nope"),)),
+                     "leaf switch nope is not defined", id="unknown-leaf"),
+        pytest.param(Fabric(nodes=(Node("n"), Node("n"))), "defined 2 times", id="dup-node"),
+        pytest.param(Fabric(nodes=(Node("a", "k"), Node("b", "k"))), "2 Slurm nodes map",
+                     id="dup-k8s-name"),
+        pytest.param(Fabric(nodes=(Node("bad:name"),)), "not hostlist-safe", id="unsafe-node"),
+        pytest.param(Fabric(nodes=(Node("a", domain="d"), Node("b", domain="d")),
+                            domains=(NvlinkDomain("d", slots=1),)), "only 1 slots",
+                     id="over-slots"),
+        pytest.param(Fabric(nodes=(Node("a"),), topologies=(
+            TopologyRequest("x", "flat"), TopologyRequest("y", "flat"))),
+                     "0 have clusterDefault", id="no-default"),
+        pytest.param(Fabric(nodes=(Node("a"),), topologies=(
+            TopologyRequest("x", "tree", cluster_default=True),)),
+                     "has no switches", id="tree-without-switches"),
+        pytest.param(Fabric(nodes=(Node("a"),), topologies=(
+            TopologyRequest("x", "block", cluster_default=True, block_sizes=(3, 5)),)),
+                     "not a multiple", id="bad-block-sizes"),
+        pytest.param(Fabric(switches=tuple(Switch(f"s{i}", f"s{i + 1}" if i < 21 else None)
+                                           for i in range(22))), "levels deep", id="too-deep"),
+    ],
+)
+def test_fabric_errors(fabric: Fabric, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        plan(fabric)
