@@ -17,6 +17,7 @@ stays mounted on the host and no cleanup can follow a stale bind mount into the 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import json
 import logging
@@ -64,6 +65,7 @@ MARKER = ".slinky-chroot.json"
 MOUNT_POINT = "/srv/slinky"
 """Empty folder in the chroot on which a controller's host work folder is bind-mounted."""
 _BUILD_TIMEOUT_S = 1200.0
+_PR_SET_PDEATHSIG = 1
 
 
 class SlurmChrootError(RuntimeError):
@@ -154,6 +156,7 @@ def chroot_argv(
     binds: Mapping[str, Path] | None = None,
     proc: bool = False,
     hostname: str | None = None,
+    pid_ns: bool = False,
 ) -> list[str]:
     """Command line that runs ``argv`` chrooted into ``root`` in a private mount namespace.
 
@@ -161,6 +164,8 @@ def chroot_argv(
     on them; ``proc`` mounts a fresh ``/proc``; ``hostname`` also unshares the UTS namespace and
     sets the host name. All mounts belong to the new namespace and vanish with the process. The
     final ``exec`` keeps the pid, so the pid of the returned command is the pid of ``argv[0]``.
+    ``pid_ns`` (build steps) runs it in a new PID namespace whose processes all die with ``unshare``
+    (the pid is then ``unshare``'s).
     """
     steps = ["set -e"]
     if hostname is not None:
@@ -174,6 +179,8 @@ def chroot_argv(
     unshare = ["unshare", "--mount", "--propagation", "private"]
     if hostname is not None:
         unshare.append("--uts")
+    if pid_ns:
+        unshare += ["--pid", "--fork", "--kill-child"]
     return [*unshare, "sh", "-c", "; ".join(steps), "slinky-chroot", *argv]
 
 
@@ -195,6 +202,7 @@ def _run_logged(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env=dict(env) if env is not None else None,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 (runs before exec; build is one thread)
         )
         try:
             rc = proc.wait(timeout=_BUILD_TIMEOUT_S)
@@ -206,6 +214,20 @@ def _run_logged(
         raise SlurmChrootError(
             f"{Path(argv[0]).name} failed (exit {rc}): {tail[0]} (log: {logfile})"
         )
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL when the parent dies (even by SIGKILL).
+
+    The child is ``unshare --pid --fork --kill-child``: its death kills the namespace's first
+    process and so every process of the build, so a killed build leaves nothing writing into the
+    folder the next build deletes.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -235,7 +257,14 @@ def _safe_rmtree(path: Path) -> None:
     left = _mounts_under(path)
     if left:
         raise SlurmChrootError(f"refusing to delete {path}: still mounted: {left[0]}")
-    shutil.rmtree(path)
+    for attempt in range(5):  # a dying build step may still add a file or two
+        try:
+            shutil.rmtree(path)
+            return
+        except OSError:
+            if attempt == 4:
+                raise
+            time.sleep(1)
 
 
 def _ensure_debootstrap(logfile: Path) -> None:
@@ -281,7 +310,7 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
     debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
     _run_logged(
         [
-            "unshare", "--mount", "--propagation", "private",
+            "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
             debootstrap, "--variant=minbase", "--include=" + ",".join(PACKAGES),
             suite, str(tmp), mirror,
         ],
@@ -289,7 +318,7 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
     )  # fmt: skip
 
     def inside(*argv: str, capture: bool = False) -> str:
-        cmd = chroot_argv(tmp, argv, proc=True)
+        cmd = chroot_argv(tmp, argv, proc=True, pid_ns=True)
         env = {**CHROOT_ENV, "DEBIAN_FRONTEND": "noninteractive"}
         if not capture:
             _run_logged(cmd, logfile, env=env)
