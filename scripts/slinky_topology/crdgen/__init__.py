@@ -3,8 +3,9 @@
 - :mod:`.dsl` reads ``model/<version>.yaml`` (the API as data),
 - :mod:`.k8s` converts embedded Kubernetes types from the OpenAPI definitions,
 - :mod:`.schema` builds the CRDs, :mod:`.render` writes them, :mod:`.cli` is the command,
-- :mod:`.structural`, :mod:`.jsonschema`, :mod:`.defaulting` and :mod:`.cel` check CRDs
-  and resources against them (used by the tests and the render tier).
+- :mod:`.structural`, :mod:`.jsonschema`, :mod:`.defaulting`, :mod:`.cel` and
+  :mod:`.validate` check CRDs and resources against them (used by the tests and the render
+  tier: ``ResourceValidator(load_crds(dir)).errors(obj)``).
 """
 
 from __future__ import annotations
@@ -13,5 +14,6 @@ from slinky_topology.crdgen.cli import main
 from slinky_topology.crdgen.errors import CrdGenError
 from slinky_topology.crdgen.jsonschema import crd_to_jsonschema
 from slinky_topology.crdgen.loader import load_crds
+from slinky_topology.crdgen.validate import ResourceValidator
 
-__all__ = ["CrdGenError", "crd_to_jsonschema", "load_crds", "main"]
+__all__ = ["CrdGenError", "ResourceValidator", "crd_to_jsonschema", "load_crds", "main"]

@@ -10,9 +10,8 @@ from typing import Any
 import yaml
 
 from slinky_topology.crdgen import load_crds
-from slinky_topology.crdgen.cel import evaluate_rules
 from slinky_topology.crdgen.cli import default_output
-from slinky_topology.crdgen.jsonschema import crd_validator
+from slinky_topology.crdgen.validate import ResourceValidator
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = default_output()
@@ -56,21 +55,13 @@ def samples(kind: str) -> list[Sample]:
 
 
 def resource_errors(obj: dict[str, Any]) -> list[str]:
-    """Schema and CEL errors of a slinky.slurm.net resource, as the API server would see."""
-    all_crds = crds()
-    api_version = str(obj.get("apiVersion", ""))
-    group, _, version = api_version.partition("/")
-    kind = str(obj.get("kind", ""))
-    crd = all_crds.get((group, kind))
-    if crd is None:
-        return [f"no CRD for {api_version} {kind}"]
-    errors = [
-        f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
-        for e in crd_validator(crd, version or VERSION).iter_errors(obj)
-    ]
-    if not errors:
-        errors = evaluate_rules(crd, version, obj)
-    return errors
+    """Schema, list and CEL errors of a slinky.slurm.net resource, as the API server sees."""
+    return _validator().errors(obj)
+
+
+@functools.cache
+def _validator() -> ResourceValidator:
+    return ResourceValidator(crds())
 
 
 def schema_paths(schema: dict[str, Any], path: str = "") -> set[str]:
