@@ -6,20 +6,25 @@ documentation plus the checks ``apiextensions.k8s.io/v1`` applies to the extensi
 1. every node has a non-empty ``type``, except nodes with
    ``x-kubernetes-int-or-string: true`` or ``x-kubernetes-preserve-unknown-fields: true``;
 2. inside ``allOf``/``anyOf``/``oneOf``/``not`` no ``type``, ``description``, ``default``,
-   ``nullable``, ``additionalProperties`` or ``x-kubernetes-*`` extension, and every
-   property or item constrained there is also specified outside (the one exception is the
-   ``anyOf: [{type: integer}, {type: string}]`` form of int-or-string);
+   ``nullable``, ``additionalProperties`` or ``x-kubernetes-*`` extension (the one
+   exception is the ``anyOf: [{type: integer}, {type: string}]`` form of int-or-string);
 3. no ``$ref``, ``definitions``, ``dependencies``, ``patternProperties``,
    ``additionalItems``, ``id``, ``$schema`` or ``uniqueItems: true``; only known keys;
-4. ``additionalProperties`` and ``properties`` are mutually exclusive, and
-   ``additionalProperties`` is a schema (``false`` is rejected);
+4. ``additionalProperties`` and ``properties`` are mutually exclusive;
 5. an array has ``items`` (one schema), list and map extensions are well formed
-   (list-map keys are scalar properties of the items that are required or defaulted);
+   (list-map keys are scalar properties of the items that are required or defaulted, set
+   items are scalars or atomic);
 6. at the root: ``type: object``, and ``metadata`` restricts nothing but
-   ``name``/``generateName``; ``x-kubernetes-embedded-resource`` objects declare their
-   type;
-7. every ``default`` validates against its own node (no defaults inside ``metadata``),
-   and ``enum`` values match the node type.
+   ``name``/``generateName`` and has no defaults; ``x-kubernetes-embedded-resource``
+   objects declare their type;
+7. every ``default`` validates against its own node, unknown fields included.
+
+With ``strict=True`` (the default) it also applies rules the documentation states but
+kube-apiserver 1.36 does not enforce, and plain hygiene: every property or item
+constrained inside a junctor is specified outside it; no ``type`` beside
+``x-kubernetes-int-or-string``; ``additionalProperties`` is a schema (not ``true`` without
+preserve-unknown-fields, not ``false``); ``required`` names specified properties; ``enum``
+values match the node type; a ``null`` default needs ``nullable``.
 """
 
 from __future__ import annotations
@@ -106,9 +111,21 @@ _REASONS = frozenset(
 _SCALARS = frozenset({"string", "integer", "number", "boolean"})
 
 
-def structural_errors(schema: Any) -> list[str]:
+class _Errors(list[str]):
+    """Collected messages; :meth:`lint` adds one only in strict mode."""
+
+    def __init__(self, *, strict: bool) -> None:
+        super().__init__()
+        self.strict = strict
+
+    def lint(self, message: str) -> None:
+        if self.strict:
+            self.append(message)
+
+
+def structural_errors(schema: Any, *, strict: bool = True) -> list[str]:
     """Every structural-schema violation of an ``openAPIV3Schema``; empty when valid."""
-    errors: list[str] = []
+    errors = _Errors(strict=strict)
     if not isinstance(schema, dict):
         return ["<root>: schema is not an object"]
     if schema.get("type") != "object":
@@ -120,7 +137,7 @@ def structural_errors(schema: Any) -> list[str]:
     meta = schema.get("properties", {}).get("metadata")
     if isinstance(meta, dict):
         _check_root_metadata(meta, errors)
-    return errors
+    return list(errors)
 
 
 def _is_int_or_string_form(sub: list[Any]) -> bool:
@@ -128,7 +145,7 @@ def _is_int_or_string_form(sub: list[Any]) -> bool:
     return sorted(f for f in forms if f) == ["integer", "string"] and len(forms) == 2
 
 
-def _node(node: Any, path: str, errors: list[str], *, in_metadata: bool) -> None:
+def _node(node: Any, path: str, errors: _Errors, *, in_metadata: bool) -> None:
     where = path or "<root>"
     if not isinstance(node, dict):
         errors.append(f"{where}: schema node is not an object")
@@ -151,7 +168,7 @@ def _node(node: Any, path: str, errors: list[str], *, in_metadata: bool) -> None
     elif node_type not in _TYPES:
         errors.append(f"{where}: unknown type {node_type!r}")
     if int_or_string and node_type is not None:
-        errors.append(f"{where}: x-kubernetes-int-or-string nodes must not set type")
+        errors.lint(f"{where}: x-kubernetes-int-or-string nodes must not set type")
     if "x-kubernetes-preserve-unknown-fields" in node and not preserve:
         errors.append(f"{where}: x-kubernetes-preserve-unknown-fields must be true if set")
 
@@ -160,9 +177,9 @@ def _node(node: Any, path: str, errors: list[str], *, in_metadata: bool) -> None
     if props is not None and extra is not None:
         errors.append(f"{where}: properties and additionalProperties are mutually exclusive")
     if extra is False:
-        errors.append(f"{where}: additionalProperties: false is not allowed")
+        errors.lint(f"{where}: additionalProperties: false is not allowed")
     if extra is True and not preserve:
-        errors.append(f"{where}: additionalProperties: true needs preserve-unknown-fields")
+        errors.lint(f"{where}: additionalProperties: true needs preserve-unknown-fields")
     if (props is not None or extra is not None) and node_type not in (None, "object"):
         errors.append(f"{where}: properties on a node of type {node_type}")
     if node_type == "array" and not isinstance(node.get("items"), dict):
@@ -171,7 +188,7 @@ def _node(node: Any, path: str, errors: list[str], *, in_metadata: bool) -> None
         errors.append(f"{where}: items on a node of type {node_type}")
     for req in node.get("required", []):
         if props is not None and req not in props:
-            errors.append(f"{where}: required property {req!r} is not specified")
+            errors.lint(f"{where}: required property {req!r} is not specified")
 
     _check_extensions(node, where, errors)
     _check_enum_and_default(node, where, errors, in_metadata=in_metadata)
@@ -186,7 +203,7 @@ def _node(node: Any, path: str, errors: list[str], *, in_metadata: bool) -> None
         _node(node["items"], f"{path}[*]", errors, in_metadata=in_metadata)
 
 
-def _check_extensions(node: dict[str, Any], where: str, errors: list[str]) -> None:
+def _check_extensions(node: dict[str, Any], where: str, errors: _Errors) -> None:
     list_type = node.get("x-kubernetes-list-type")
     keys = node.get("x-kubernetes-list-map-keys")
     items_raw = node.get("items")
@@ -258,13 +275,13 @@ def _check_extensions(node: dict[str, Any], where: str, errors: list[str]) -> No
 
 
 def _check_enum_and_default(
-    node: dict[str, Any], where: str, errors: list[str], *, in_metadata: bool
+    node: dict[str, Any], where: str, errors: _Errors, *, in_metadata: bool
 ) -> None:
     if "default" in node:
         if in_metadata:
             errors.append(f"{where}: defaults are not allowed inside metadata")
         if node["default"] is None and not node.get("nullable"):
-            errors.append(f"{where}: a null default needs nullable: true")
+            errors.lint(f"{where}: a null default needs nullable: true")
         else:
             validator = _jsonschema.Draft202012Validator(
                 {"$schema": DIALECT, **openapi_to_jsonschema(node, strict=True)}
@@ -282,11 +299,11 @@ def _check_enum_and_default(
             )
             for value in enum:
                 if next(iter(validator.iter_errors(value)), None) is not None:
-                    errors.append(f"{where}: enum value {value!r} does not match the node type")
+                    errors.lint(f"{where}: enum value {value!r} does not match the node type")
 
 
 def _check_junctors(
-    node: dict[str, Any], where: str, errors: list[str], *, int_or_string: bool
+    node: dict[str, Any], where: str, errors: _Errors, *, int_or_string: bool
 ) -> None:
     for key in _JUNCTORS:
         if key not in node:
@@ -303,7 +320,7 @@ def _check_junctors(
         _junctor_node(node["not"], node, f"{where}.not", errors)
 
 
-def _junctor_node(sub: Any, outer: dict[str, Any], where: str, errors: list[str]) -> None:
+def _junctor_node(sub: Any, outer: dict[str, Any], where: str, errors: _Errors) -> None:
     if not isinstance(sub, dict):
         errors.append(f"{where}: schema node is not an object")
         return
@@ -313,12 +330,12 @@ def _junctor_node(sub: Any, outer: dict[str, Any], where: str, errors: list[str]
     outer_props = outer.get("properties", {})
     for prop, prop_schema in sub.get("properties", {}).items():
         if prop not in outer_props:
-            errors.append(f"{where}: property {prop!r} is not specified outside the junctor")
+            errors.lint(f"{where}: property {prop!r} is not specified outside the junctor")
         else:
             _junctor_node(prop_schema, outer_props[prop], f"{where}.{prop}", errors)
     if "items" in sub:
         if not isinstance(outer.get("items"), dict):
-            errors.append(f"{where}: items are not specified outside the junctor")
+            errors.lint(f"{where}: items are not specified outside the junctor")
         else:
             _junctor_node(sub["items"], outer["items"], f"{where}[*]", errors)
     for key in (*_JUNCTORS, "not"):
@@ -327,7 +344,7 @@ def _junctor_node(sub: Any, outer: dict[str, Any], where: str, errors: list[str]
             _junctor_node(inner, outer, f"{where}.{key}", errors)
 
 
-def _check_root_metadata(meta: dict[str, Any], errors: list[str]) -> None:
+def _check_root_metadata(meta: dict[str, Any], errors: _Errors) -> None:
     allowed_props = {"name", "generateName"}
     props = meta.get("properties", {})
     for key in props:
