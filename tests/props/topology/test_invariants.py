@@ -23,7 +23,6 @@ from slinky_topology.model import (
     BlockSpec,
     Fabric,
     Node,
-    TopologyDoc,
     TreeSpec,
     natural_key,
 )
@@ -190,8 +189,7 @@ def test_tree_invariants(fabric: Fabric) -> None:
             stack.append(c)
     assert set(depth) == set(names)
     assert max(depth.values()) <= MAX_TREE_DEPTH
-    assert not [f for f in validate_doc(plan(fabric).doc())
-                if f.severity == "error"]
+    assert not [f for f in validate_doc(plan(fabric).doc()) if f.severity == "error"]
 
 
 @given(fabrics())
@@ -348,12 +346,13 @@ def test_one_node_change_is_local(fabric: Fabric, data: st.DataObject) -> None:
     gone = data.draw(st.sampled_from(present))
     changed = replace(fabric, nodes=tuple(n for n in fabric.nodes if n != gone))
     a, b = plan(fabric), plan(changed)
-    for render in (
-        lambda p: render_topology_yaml(p.doc()),
-        lambda p: render_topology_conf(p.conf_doc("block")),
-        lambda p: render_topology_conf(p.conf_doc("tree")),
-    ):
-        old, new = render(a).splitlines(), render(b).splitlines()
+    pairs = [
+        (render_topology_yaml(a.doc()), render_topology_yaml(b.doc())),
+        (render_topology_conf(a.conf_doc("block")), render_topology_conf(b.conf_doc("block"))),
+        (render_topology_conf(a.conf_doc("tree")), render_topology_conf(b.conf_doc("tree"))),
+    ]
+    for old_text, new_text in pairs:
+        old, new = old_text.splitlines(), new_text.splitlines()
         diff = [
             line
             for line in difflib.unified_diff(old, new, lineterm="", n=0)

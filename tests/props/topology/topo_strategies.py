@@ -6,7 +6,14 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from slinky_topology.model import Fabric, Node, NvlinkDomain, Switch, TopologyRequest
+from slinky_topology.model import (
+    Fabric,
+    Node,
+    NodeState,
+    NvlinkDomain,
+    Switch,
+    TopologyRequest,
+)
 
 PREFIXES = ("gpu", "n", "node-", "r1n", "x")
 
@@ -47,7 +54,7 @@ def fabrics(draw: st.DrawFn, max_racks: int = 12, with_partitions: bool = False)
         size = draw(st.integers(0, slots))
         for _ in range(size):
             counter += draw(st.integers(1, 3))
-            state = draw(st.sampled_from(("up", "up", "up", "down", "absent")))
+            state: NodeState = draw(st.sampled_from(("up", "up", "up", "down", "absent")))
             parts = ("gpu",) if draw(st.booleans()) or not with_partitions else ("other",)
             name = f"{prefix}{counter:0{width}d}"
             nodes.append(Node(name, leaf=leaf, domain=dname, state=state, partitions=parts))

@@ -34,11 +34,20 @@ def _blocks(fabric: Fabric, name: str = "nvlink") -> BlockSpec:
 
 def test_racks_under_one_leaf_are_aligned_and_padded() -> None:
     """Three racks on leaf01 take slots 0-3 (slot 3 a placeholder); leaf02's rack starts at 4."""
-    nodes = _racks([("ra", "leaf01", 4), ("rb", "leaf01", 4), ("rc", "leaf01", 4),
-                    ("rd", "leaf02", 4)])
+    nodes = _racks(
+        [("ra", "leaf01", 4), ("rb", "leaf01", 4), ("rc", "leaf01", 4), ("rd", "leaf02", 4)]
+    )
     spec = _blocks(Fabric(switches=SPINE, nodes=nodes))
-    assert [b.name for b in spec.blocks] == ["ra", "rb", "rc", "pad0003", "rd", "pad0005",
-                                            "pad0006", "pad0007"]
+    assert [b.name for b in spec.blocks] == [
+        "ra",
+        "rb",
+        "rc",
+        "pad0003",
+        "rd",
+        "pad0005",
+        "pad0006",
+        "pad0007",
+    ]
     assert spec.blocks[3].nodes == ()
     assert spec.block_sizes == (4, 8, 16, 32)
 
@@ -74,13 +83,20 @@ def test_domain_without_nodes_is_a_placeholder_in_place() -> None:
     nodes = _racks([("ra", "leaf01", 2), ("rc", "leaf02", 2)])
     domains = (NvlinkDomain("ra"), NvlinkDomain("rb", slots=2, switch="leaf01"), NvlinkDomain("rc"))
     spec = _blocks(Fabric(switches=SPINE, nodes=nodes, domains=domains))
-    assert [(b.name, len(b.nodes)) for b in spec.blocks] == [("ra", 2), ("rb", 0), ("rc", 2),
-                                                            ("pad0003", 0)]
+    assert [(b.name, len(b.nodes)) for b in spec.blocks] == [
+        ("ra", 2),
+        ("rb", 0),
+        ("rc", 2),
+        ("pad0003", 0),
+    ]
 
 
 def test_max_tiers_trims_the_top() -> None:
-    switches = (Switch("core"), Switch("spine1", "core"), *(
-        Switch(f"leaf{i}", "spine1") for i in (1, 2)))
+    switches = (
+        Switch("core"),
+        Switch("spine1", "core"),
+        *(Switch(f"leaf{i}", "spine1") for i in (1, 2)),
+    )
     nodes = (Node("n1", leaf="leaf1"), Node("n2", leaf="leaf2"))
     reqs = (TopologyRequest("t", "tree", cluster_default=True, max_tiers=2),)
     p = plan(Fabric(switches=switches, nodes=nodes, topologies=reqs))
@@ -131,32 +147,67 @@ def test_default_requests() -> None:
 @pytest.mark.parametrize(
     ("fabric", "message"),
     [
-        pytest.param(Fabric(switches=(Switch("a", "b"), Switch("b", "a"))), "loops back",
-                     id="cycle"),
-        pytest.param(Fabric(switches=(Switch("a", "zz"),)), "parent zz is not defined",
-                     id="unknown-parent"),
-        pytest.param(Fabric(switches=SPINE, nodes=(Node("n", leaf="spine1"),)),
-                     "also has child switches", id="node-on-spine"),
-        pytest.param(Fabric(switches=SPINE, nodes=(Node("n", leaf="nope"),)),
-                     "leaf switch nope is not defined", id="unknown-leaf"),
+        pytest.param(
+            Fabric(switches=(Switch("a", "b"), Switch("b", "a"))), "loops back", id="cycle"
+        ),
+        pytest.param(
+            Fabric(switches=(Switch("a", "zz"),)), "parent zz is not defined", id="unknown-parent"
+        ),
+        pytest.param(
+            Fabric(switches=SPINE, nodes=(Node("n", leaf="spine1"),)),
+            "also has child switches",
+            id="node-on-spine",
+        ),
+        pytest.param(
+            Fabric(switches=SPINE, nodes=(Node("n", leaf="nope"),)),
+            "leaf switch nope is not defined",
+            id="unknown-leaf",
+        ),
         pytest.param(Fabric(nodes=(Node("n"), Node("n"))), "defined 2 times", id="dup-node"),
-        pytest.param(Fabric(nodes=(Node("a", "k"), Node("b", "k"))), "2 Slurm nodes map",
-                     id="dup-k8s-name"),
+        pytest.param(
+            Fabric(nodes=(Node("a", "k"), Node("b", "k"))), "2 Slurm nodes map", id="dup-k8s-name"
+        ),
         pytest.param(Fabric(nodes=(Node("bad:name"),)), "not hostlist-safe", id="unsafe-node"),
-        pytest.param(Fabric(nodes=(Node("a", domain="d"), Node("b", domain="d")),
-                            domains=(NvlinkDomain("d", slots=1),)), "only 1 slots",
-                     id="over-slots"),
-        pytest.param(Fabric(nodes=(Node("a"),), topologies=(
-            TopologyRequest("x", "flat"), TopologyRequest("y", "flat"))),
-                     "0 have clusterDefault", id="no-default"),
-        pytest.param(Fabric(nodes=(Node("a"),), topologies=(
-            TopologyRequest("x", "tree", cluster_default=True),)),
-                     "has no switches", id="tree-without-switches"),
-        pytest.param(Fabric(nodes=(Node("a"),), topologies=(
-            TopologyRequest("x", "block", cluster_default=True, block_sizes=(3, 5)),)),
-                     "not a multiple", id="bad-block-sizes"),
-        pytest.param(Fabric(switches=tuple(Switch(f"s{i}", f"s{i + 1}" if i < 21 else None)
-                                           for i in range(22))), "levels deep", id="too-deep"),
+        pytest.param(
+            Fabric(
+                nodes=(Node("a", domain="d"), Node("b", domain="d")),
+                domains=(NvlinkDomain("d", slots=1),),
+            ),
+            "only 1 slots",
+            id="over-slots",
+        ),
+        pytest.param(
+            Fabric(
+                nodes=(Node("a"),),
+                topologies=(TopologyRequest("x", "flat"), TopologyRequest("y", "flat")),
+            ),
+            "0 have clusterDefault",
+            id="no-default",
+        ),
+        pytest.param(
+            Fabric(
+                nodes=(Node("a"),), topologies=(TopologyRequest("x", "tree", cluster_default=True),)
+            ),
+            "has no switches",
+            id="tree-without-switches",
+        ),
+        pytest.param(
+            Fabric(
+                nodes=(Node("a"),),
+                topologies=(
+                    TopologyRequest("x", "block", cluster_default=True, block_sizes=(3, 5)),
+                ),
+            ),
+            "not a multiple",
+            id="bad-block-sizes",
+        ),
+        pytest.param(
+            Fabric(
+                switches=tuple(Switch(f"s{i}", f"s{i + 1}" if i < 21 else None) for i in range(22))
+            ),
+            "levels deep",
+            id="too-deep",
+        ),
     ],
 )
 def test_fabric_errors(fabric: Fabric, message: str) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slinky_topology import pipeline, validate
 from slinky_topology.cli import main, write_atomic
@@ -50,10 +51,13 @@ def test_generate_write_check_and_stale(tmp_path: Path, capsys: pytest.CaptureFi
         pytest.param(["generate", "--fabric", "default", "--from-nodes", "x"], id="two-inputs"),
         pytest.param(["generate", "--fabric", "default", "--check"], id="check-without-output"),
         pytest.param(["generate", "--fabric", "default", "--format", "svg"], id="bad-format"),
-        pytest.param(["generate", "--from-nodes", NODES, "--preset", "gke", "--label-map", "leaf=a"],
-                     id="preset-and-label-map"),
-        pytest.param(["generate", "--from-nodes", NODES, "--node-selector", "novalue"],
-                     id="bad-selector"),
+        pytest.param(
+            ["generate", "--from-nodes", NODES, "--preset", "gke", "--label-map", "leaf=a"],
+            id="preset-and-label-map",
+        ),
+        pytest.param(
+            ["generate", "--from-nodes", NODES, "--node-selector", "novalue"], id="bad-selector"
+        ),
         pytest.param([], id="no-command"),
     ],
 )
@@ -135,8 +139,20 @@ def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_ibnetdiscover_input(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(DATA / "ib" / "two-tier.ibnetdiscover")
-    assert main(["generate", "--ibnetdiscover", path, "--ib-node-regex", "^gpu",
-                 "--format", "topology.conf-tree"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "--ibnetdiscover",
+                path,
+                "--ib-node-regex",
+                "^gpu",
+                "--format",
+                "topology.conf-tree",
+            ]
+        )
+        == 0
+    )
     body = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
     assert body == [
         "SwitchName=spine01 Switches=leaf[01-02]",
@@ -146,8 +162,6 @@ def test_ibnetdiscover_input(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_values_format(capsys: pytest.CaptureFixture[str]) -> None:
-    import yaml
-
     assert main(["generate", "--fabric", "default", "--format", "values"]) == 0
     values = yaml.safe_load(capsys.readouterr().out)
     inner = yaml.safe_load(values["topology"]["yaml"])

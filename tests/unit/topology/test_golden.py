@@ -24,8 +24,12 @@ _FABRIC = {
     "uneven": ["--fabric", str(DATA / "fabrics" / "uneven.yaml")],
     "gfd-nodes": ["--from-nodes", str(DATA / "nodes" / "gfd-nodes.json")],
     "topograph-nodes": ["--from-nodes", str(DATA / "nodes" / "topograph-nodes.json")],
-    "ib-two-tier": ["--ibnetdiscover", str(DATA / "ib" / "two-tier.ibnetdiscover"),
-                    "--ib-node-regex", "^gpu"],
+    "ib-two-tier": [
+        "--ibnetdiscover",
+        str(DATA / "ib" / "two-tier.ibnetdiscover"),
+        "--ib-node-regex",
+        "^gpu",
+    ],
 }
 
 CASES = [
@@ -51,9 +55,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("case", "name", "argv"), [
-    pytest.param(c, n, a, id=f"{c}/{n}") for c, n, a in CASES
-])
+@pytest.mark.parametrize(
+    ("case", "name", "argv"), [pytest.param(c, n, a, id=f"{c}/{n}") for c, n, a in CASES]
+)
 def test_golden(case: str, name: str, argv: list[str], tmp_path: Path) -> None:
     out = tmp_path / name
     assert main([*argv, *_FABRIC[case], "-o", str(out)]) == 0

@@ -57,8 +57,11 @@ def test_expand_rejects(text: str, message: str) -> None:
         pytest.param(["b", "a1", "a2", "a"], "a,a[1-2],b", id="literals-and-ranges"),
         pytest.param(["n1a", "n2a"], "n1a,n2a", id="suffixes-kept-literal"),
         pytest.param(["x7"], "x7", id="single-no-brackets"),
-        pytest.param(["n" + "1" * 19, "n" + "1" * 18 + "2"], "n1111111111111111111,n1111111111111111112",
-                     id="long-numbers-literal"),
+        pytest.param(
+            ["n" + "1" * 19, "n" + "1" * 18 + "2"],
+            "n1111111111111111111,n1111111111111111112",
+            id="long-numbers-literal",
+        ),
     ],
 )
 def test_compress(hosts: list[str], text: str) -> None:

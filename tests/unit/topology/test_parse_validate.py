@@ -106,19 +106,32 @@ def test_conf_syntax_errors_name_the_line(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("- cluster_default: true\n  topology: a\n  flat: true\n", "first key",
-                     id="topology-not-first"),
-        pytest.param("- topology: a\n  flat: true\n  tree: {switches: []}\n", "exactly one",
-                     id="two-plugins"),
+        pytest.param(
+            "- cluster_default: true\n  topology: a\n  flat: true\n",
+            "first key",
+            id="topology-not-first",
+        ),
+        pytest.param(
+            "- topology: a\n  flat: true\n  tree: {switches: []}\n", "exactly one", id="two-plugins"
+        ),
         pytest.param("topology: a\n", "must be a list", id="not-a-list"),
-        pytest.param("- topology: a\n  cluster_default: maybe\n  flat: true\n", "true or false",
-                     id="bad-bool"),
+        pytest.param(
+            "- topology: a\n  cluster_default: maybe\n  flat: true\n",
+            "true or false",
+            id="bad-bool",
+        ),
         pytest.param("- topology: a\n  ring: {rings: []}\n", "not supported", id="ring"),
-        pytest.param("- topology: a\n  tree:\n    switches:\n      - switch: s\n        nodes: n[\n",
-                     ":4: unclosed", id="bad-hostlist-line"),
+        pytest.param(
+            "- topology: a\n  tree:\n    switches:\n      - switch: s\n        nodes: n[\n",
+            ":4: unclosed",
+            id="bad-hostlist-line",
+        ),
         pytest.param("- topology: [\n", "not valid YAML", id="yaml-syntax"),
-        pytest.param("- topology: a\n  block: {blocks: [{block: b, size: 3}]}\n",
-                     "block items take", id="unknown-block-key"),
+        pytest.param(
+            "- topology: a\n  block: {blocks: [{block: b, size: 3}]}\n",
+            "block items take",
+            id="unknown-block-key",
+        ),
     ],
 )
 def test_yaml_errors(text: str, message: str) -> None:
@@ -129,44 +142,86 @@ def test_yaml_errors(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "conf", "message"),
     [
-        pytest.param("SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n", True,
-                     "f:2: switch s1: has already been defined", id="duplicate-switch"),
-        pytest.param("SwitchName=s1 Switches=s2 Nodes=n1\nSwitchName=s2\n", True,
-                     "both Switches= and Nodes=", id="switches-and-nodes"),
+        pytest.param(
+            "SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n",
+            True,
+            "f:2: switch s1: has already been defined",
+            id="duplicate-switch",
+        ),
+        pytest.param(
+            "SwitchName=s1 Switches=s2 Nodes=n1\nSwitchName=s2\n",
+            True,
+            "both Switches= and Nodes=",
+            id="switches-and-nodes",
+        ),
         pytest.param("SwitchName=s1 Switches=s9\n", True, "invalid child s9", id="undefined-child"),
         pytest.param("SwitchName=s1 Switches=s1\n", True, "invalid child s1", id="self-child"),
-        pytest.param("SwitchName=a Switches=b\nSwitchName=b Switches=a\n", True, "not a tree",
-                     id="cycle"),
+        pytest.param(
+            "SwitchName=a Switches=b\nSwitchName=b Switches=a\n", True, "not a tree", id="cycle"
+        ),
         pytest.param("SwitchName=" + "s" * 65 + "\n", True, "at most 64", id="long-name"),
         pytest.param("SwitchName=s,1\n", True, "not hostlist-safe", id="unsafe-name"),
-        pytest.param("BlockName=b1 Nodes=n1\nBlockName=b1 Nodes=n2\nBlockSizes=1\n", True,
-                     "block b1: has already been defined", id="duplicate-block"),
-        pytest.param("BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n2\nBlockSizes=2\n", True,
-                     "node n2: is in blocks b1 and b2", id="node-in-two-blocks"),
-        pytest.param("BlockName=b1 Nodes=n1\nBlockSizes=2,6\n", True, "not a power of two",
-                     id="blocksizes-ratio"),
-        pytest.param("BlockName=b1 Nodes=n1\nBlockSizes=2,3\n", True, "not a multiple",
-                     id="blocksizes-multiple"),
-        pytest.param("BlockName=b1 Nodes=n1\nBlockSizes=0\n", True, "positive",
-                     id="blocksizes-zero"),
-        pytest.param("BlockName=b1 Nodes=n1\nBlockSizes=1,65536\n", True, "2^15",
-                     id="blocksizes-level"),
-        pytest.param("BlockName=b1\n", True, "no nodes and BlockSizes is not set",
-                     id="empty-blocks-no-sizes"),
+        pytest.param(
+            "BlockName=b1 Nodes=n1\nBlockName=b1 Nodes=n2\nBlockSizes=1\n",
+            True,
+            "block b1: has already been defined",
+            id="duplicate-block",
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n2\nBlockSizes=2\n",
+            True,
+            "node n2: is in blocks b1 and b2",
+            id="node-in-two-blocks",
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n1\nBlockSizes=2,6\n",
+            True,
+            "not a power of two",
+            id="blocksizes-ratio",
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n1\nBlockSizes=2,3\n",
+            True,
+            "not a multiple",
+            id="blocksizes-multiple",
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n1\nBlockSizes=0\n", True, "positive", id="blocksizes-zero"
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n1\nBlockSizes=1,65536\n", True, "2^15", id="blocksizes-level"
+        ),
+        pytest.param(
+            "BlockName=b1\n", True, "no nodes and BlockSizes is not set", id="empty-blocks-no-sizes"
+        ),
         pytest.param("BlockSizes=4\n", True, "has no blocks", id="no-blocks"),
         pytest.param("", True, "defines no topology", id="empty-file"),
-        pytest.param("- topology: a\n  flat: true\n- topology: b\n  flat: true\n", False,
-                     "0 topologies have cluster_default", id="no-default"),
+        pytest.param(
+            "- topology: a\n  flat: true\n- topology: b\n  flat: true\n",
+            False,
+            "0 topologies have cluster_default",
+            id="no-default",
+        ),
         pytest.param(
             "- topology: a\n  cluster_default: true\n  flat: true\n"
             "- topology: a\n  cluster_default: true\n  flat: true\n",
-            False, "topology a: defined 2 times", id="duplicate-topology"),
-        pytest.param("- topology: a\n  cluster_default: true\n  tree: {switches: []}\n", False,
-                     "has no switches", id="no-switches"),
+            False,
+            "topology a: defined 2 times",
+            id="duplicate-topology",
+        ),
+        pytest.param(
+            "- topology: a\n  cluster_default: true\n  tree: {switches: []}\n",
+            False,
+            "has no switches",
+            id="no-switches",
+        ),
         pytest.param(
             "- topology: a\n  cluster_default: true\n  tree:\n    switches:\n"
             "      - {switch: s1, children: s2, nodes: n1}\n      - {switch: s2}\n",
-            False, "both children and nodes", id="yaml-children-and-nodes"),
+            False,
+            "both children and nodes",
+            id="yaml-children-and-nodes",
+        ),
     ],
 )
 def test_rule_errors(text: str, conf: bool, message: str) -> None:
@@ -178,14 +233,26 @@ def test_rule_errors(text: str, conf: bool, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("SwitchName=l1 Nodes=n1\nSwitchName=l2 Nodes=n1\nSwitchName=s Switches=l[1-2]\n",
-                     "under several leaf switches", id="node-two-leaves"),
-        pytest.param("SwitchName=l1 Nodes=n1\nSwitchName=l2 Nodes=n2\n", "2 root switches",
-                     id="no-common-root"),
-        pytest.param("SwitchName=l1 Nodes=n1\nSwitchName=a Switches=l1\nSwitchName=b Switches=l1\n",
-                     "has 2 parents", id="two-parents"),
-        pytest.param("BlockName=b1 Nodes=n[1-3]\nBlockSizes=2\n", "more than the base size",
-                     id="block-over-base"),
+        pytest.param(
+            "SwitchName=l1 Nodes=n1\nSwitchName=l2 Nodes=n1\nSwitchName=s Switches=l[1-2]\n",
+            "under several leaf switches",
+            id="node-two-leaves",
+        ),
+        pytest.param(
+            "SwitchName=l1 Nodes=n1\nSwitchName=l2 Nodes=n2\n",
+            "2 root switches",
+            id="no-common-root",
+        ),
+        pytest.param(
+            "SwitchName=l1 Nodes=n1\nSwitchName=a Switches=l1\nSwitchName=b Switches=l1\n",
+            "has 2 parents",
+            id="two-parents",
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n[1-3]\nBlockSizes=2\n",
+            "more than the base size",
+            id="block-over-base",
+        ),
     ],
 )
 def test_rule_warnings(text: str, message: str) -> None:

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 
 from slinky_topology.build import plan
 from slinky_topology.errors import InputError
@@ -30,25 +31,44 @@ def test_builtin_default_fabric() -> None:
 @pytest.mark.parametrize(
     ("mutate", "location", "message"),
     [
-        pytest.param(lambda d: d.update(kind="Other"), "::$.kind", "'Fabric' was expected",
-                     id="kind"),
-        pytest.param(lambda d: d["spec"]["nodes"][0].update(leaf="bad name"),
-                     "::$.spec.nodes[0].leaf", "does not match", id="leaf-pattern"),
-        pytest.param(lambda d: d["spec"]["nodes"][1].update(color="red"),
-                     "::$.spec.nodes[1]", "Additional properties", id="unknown-key"),
-        pytest.param(lambda d: d["spec"]["nodes"][0].update(name="gpu[1-"),
-                     "::$.spec.nodes[0].name", "unclosed", id="bad-hostlist"),
-        pytest.param(lambda d: d["spec"]["nodes"][0].update(k8sNode="k[1-2]"),
-                     "::$.spec.nodes[0].k8sNode", "2 Kubernetes nodes for 18", id="k8s-count"),
-        pytest.param(lambda d: d["spec"]["topologies"][1].update(blockSizes="big"),
-                     "::$.spec.topologies[1].blockSizes", "is not valid", id="block-sizes"),
+        pytest.param(
+            lambda d: d.update(kind="Other"), "::$.kind", "'Fabric' was expected", id="kind"
+        ),
+        pytest.param(
+            lambda d: d["spec"]["nodes"][0].update(leaf="bad name"),
+            "::$.spec.nodes[0].leaf",
+            "does not match",
+            id="leaf-pattern",
+        ),
+        pytest.param(
+            lambda d: d["spec"]["nodes"][1].update(color="red"),
+            "::$.spec.nodes[1]",
+            "Additional properties",
+            id="unknown-key",
+        ),
+        pytest.param(
+            lambda d: d["spec"]["nodes"][0].update(name="gpu[1-"),
+            "::$.spec.nodes[0].name",
+            "unclosed",
+            id="bad-hostlist",
+        ),
+        pytest.param(
+            lambda d: d["spec"]["nodes"][0].update(k8sNode="k[1-2]"),
+            "::$.spec.nodes[0].k8sNode",
+            "2 Kubernetes nodes for 18",
+            id="k8s-count",
+        ),
+        pytest.param(
+            lambda d: d["spec"]["topologies"][1].update(blockSizes="big"),
+            "::$.spec.topologies[1].blockSizes",
+            "is not valid",
+            id="block-sizes",
+        ),
     ],
 )
 def test_fabric_file_errors_name_file_and_json_path(
     tmp_path: Path, mutate: Any, location: str, message: str
 ) -> None:
-    import yaml
-
     data = yaml.safe_load(
         (Path(fabric_file.__file__).parents[1] / "data" / "default-fabric.yaml").read_text()
     )
@@ -85,36 +105,90 @@ def test_fabric_partitions_set_subdomains(tmp_path: Path) -> None:
     ("preset", "labels", "leaf_chain", "domain"),
     [
         pytest.param("gfd", {"nvidia.com/gpu.clique": "7b96-aa.3"}, [], ("7b96-aa", "3"), id="gfd"),
-        pytest.param("topograph", {"fabric.topograph.run/tier-0": "l1",
-                                   "fabric.topograph.run/tier-1": "s1",
-                                   "accelerator.topograph.run/domain": "nvl1"},
-                     ["l1", "s1"], ("nvl1", None), id="topograph"),
-        pytest.param("gke", {"cloud.google.com/gce-topology-subblock": "sb1",
-                             "cloud.google.com/gce-topology-block": "b1"},
-                     ["sb1", "b1"], ("sb1", None), id="gke"),
-        pytest.param("eks", {"topology.k8s.aws/network-node-layer-1": "nn-top",
-                             "topology.k8s.aws/network-node-layer-2": "nn-mid",
-                             "topology.k8s.aws/network-node-layer-3": "nn-low"},
-                     ["nn-low", "nn-mid", "nn-top"], (None, None), id="eks-3-layers"),
-        pytest.param("nebius", {"topology.nebius.com/tier-0": "nvl9",
-                                "topology.nebius.com/tier-1": "rack1",
-                                "topology.nebius.com/tier-2": "spine1"},
-                     ["rack1", "spine1"], ("nvl9", None), id="nebius"),
-        pytest.param("coreweave", {"ib.coreweave.cloud/leafgroup": "lg1",
-                                   "ib.coreweave.cloud/superpod": "sp1",
-                                   "ds.coreweave.com/nvlink.domain": "DH4-016"},
-                     ["lg1", "sp1"], ("DH4-016", None), id="coreweave"),
-        pytest.param("crusoe", {"crusoe.ai/pod.id": "pod1", "crusoe.ai/ib.partition.id": "p1",
-                                "nvidia.com/gpu.clique": "u1.1"},
-                     ["pod1", "p1"], ("u1", "1"), id="crusoe"),
-        pytest.param("oci", {"oci.oraclecloud.com/host.rack_id": "rk1",
-                             "oci.oraclecloud.com/host.network_block_id": "nb1",
-                             "oci.oraclecloud.com/host.gpu_memory_fabric_id": "gmf1"},
-                     ["rk1", "nb1"], ("gmf1", None), id="oci"),
+        pytest.param(
+            "topograph",
+            {
+                "fabric.topograph.run/tier-0": "l1",
+                "fabric.topograph.run/tier-1": "s1",
+                "accelerator.topograph.run/domain": "nvl1",
+            },
+            ["l1", "s1"],
+            ("nvl1", None),
+            id="topograph",
+        ),
+        pytest.param(
+            "gke",
+            {
+                "cloud.google.com/gce-topology-subblock": "sb1",
+                "cloud.google.com/gce-topology-block": "b1",
+            },
+            ["sb1", "b1"],
+            ("sb1", None),
+            id="gke",
+        ),
+        pytest.param(
+            "eks",
+            {
+                "topology.k8s.aws/network-node-layer-1": "nn-top",
+                "topology.k8s.aws/network-node-layer-2": "nn-mid",
+                "topology.k8s.aws/network-node-layer-3": "nn-low",
+            },
+            ["nn-low", "nn-mid", "nn-top"],
+            (None, None),
+            id="eks-3-layers",
+        ),
+        pytest.param(
+            "nebius",
+            {
+                "topology.nebius.com/tier-0": "nvl9",
+                "topology.nebius.com/tier-1": "rack1",
+                "topology.nebius.com/tier-2": "spine1",
+            },
+            ["rack1", "spine1"],
+            ("nvl9", None),
+            id="nebius",
+        ),
+        pytest.param(
+            "coreweave",
+            {
+                "ib.coreweave.cloud/leafgroup": "lg1",
+                "ib.coreweave.cloud/superpod": "sp1",
+                "ds.coreweave.com/nvlink.domain": "DH4-016",
+            },
+            ["lg1", "sp1"],
+            ("DH4-016", None),
+            id="coreweave",
+        ),
+        pytest.param(
+            "crusoe",
+            {
+                "crusoe.ai/pod.id": "pod1",
+                "crusoe.ai/ib.partition.id": "p1",
+                "nvidia.com/gpu.clique": "u1.1",
+            },
+            ["pod1", "p1"],
+            ("u1", "1"),
+            id="crusoe",
+        ),
+        pytest.param(
+            "oci",
+            {
+                "oci.oraclecloud.com/host.rack_id": "rk1",
+                "oci.oraclecloud.com/host.network_block_id": "nb1",
+                "oci.oraclecloud.com/host.gpu_memory_fabric_id": "gmf1",
+            },
+            ["rk1", "nb1"],
+            ("gmf1", None),
+            id="oci",
+        ),
     ],
 )
-def test_presets(preset: str, labels: dict[str, str], leaf_chain: list[str],
-                 domain: tuple[str | None, str | None]) -> None:
+def test_presets(
+    preset: str,
+    labels: dict[str, str],
+    leaf_chain: list[str],
+    domain: tuple[str | None, str | None],
+) -> None:
     for choice in (preset, "auto"):
         fabric = k8s_nodes.fabric_from_nodes([_node("k1", **labels)], preset=choice)
         node = fabric.nodes[0]
@@ -131,8 +205,10 @@ def test_presets(preset: str, labels: dict[str, str], leaf_chain: list[str],
 def test_auto_detection_errors() -> None:
     with pytest.raises(InputError, match="no known topology labels"):
         k8s_nodes.fabric_from_nodes([_node("a", foo="bar")])
-    mixed = [_node("a", **{"fabric.topograph.run/tier-0": "l"}),
-             _node("b", **{"topology.nebius.com/tier-1": "r"})]
+    mixed = [
+        _node("a", **{"fabric.topograph.run/tier-0": "l"}),
+        _node("b", **{"topology.nebius.com/tier-1": "r"}),
+    ]
     with pytest.raises(InputError, match=r"several presets found \(nebius, topograph\)"):
         k8s_nodes.fabric_from_nodes(mixed)
     with pytest.raises(InputError, match="unknown preset"):
@@ -149,7 +225,12 @@ def test_label_map_and_repeated_values_are_qualified() -> None:
     leaves = {n.name: n.leaf for n in fabric.nodes}
     assert leaves == {"a": "p1-1", "b": "p2-1", "c": "2"}
     assert {s.name: s.parent for s in fabric.switches} == {
-        "p1": None, "p2": None, "p1-1": "p1", "p2-1": "p2", "2": "p2"}
+        "p1": None,
+        "p2": None,
+        "p1-1": "p1",
+        "p2-1": "p2",
+        "2": "p2",
+    }
     assert plan(fabric).specs()["b"] == "fabric:p2:p2-1,nvlink:d2"
 
 
@@ -168,29 +249,46 @@ def test_label_map_errors(text: str, message: str) -> None:
 
 
 def test_slurm_name_key_selector_and_document_shapes() -> None:
-    doc = {"kind": "List", "items": [
-        {"metadata": {"name": "k1", "labels": {"nvidia.com/gpu.clique": "u.1", "pool": "gpu"},
-                      "annotations": {"slurm/name": "s1"}}},
-        {"metadata": {"name": "k2", "labels": {"nvidia.com/gpu.clique": "u.1"},
-                      "annotations": {"slurm/name": "s2"}}},
-    ]}
-    fabric = k8s_nodes.fabric_from_nodes(doc, slurm_name_key="slurm/name",
-                                         node_selector={"pool": "gpu"})
+    doc = {
+        "kind": "List",
+        "items": [
+            {
+                "metadata": {
+                    "name": "k1",
+                    "labels": {"nvidia.com/gpu.clique": "u.1", "pool": "gpu"},
+                    "annotations": {"slurm/name": "s1"},
+                }
+            },
+            {
+                "metadata": {
+                    "name": "k2",
+                    "labels": {"nvidia.com/gpu.clique": "u.1"},
+                    "annotations": {"slurm/name": "s2"},
+                }
+            },
+        ],
+    }
+    fabric = k8s_nodes.fabric_from_nodes(
+        doc, slurm_name_key="slurm/name", node_selector={"pool": "gpu"}
+    )
     assert [(n.name, n.kube_name) for n in fabric.nodes] == [("s1", "k1")]
     with pytest.raises(InputError, match="has no label or annotation"):
         k8s_nodes.fabric_from_nodes(doc, slurm_name_key="other")
     with pytest.raises(InputError, match="NodeList"):
         k8s_nodes.node_items({"kind": "Pod"})
-    with pytest.raises(InputError, match="no metadata.name"):
+    with pytest.raises(InputError, match=r"no metadata\.name"):
         k8s_nodes.node_items([{"metadata": {}}])
 
 
 def test_read_cluster_nodes_pages_through_a_client() -> None:
     calls: list[dict[str, Any]] = []
     pages = [
-        SimpleNamespace(items=[{"metadata": {"name": "a"}}],
-                        metadata=SimpleNamespace(_continue="t1")),
-        SimpleNamespace(items=[{"metadata": {"name": "b"}}], metadata=SimpleNamespace(_continue=None)),
+        SimpleNamespace(
+            items=[{"metadata": {"name": "a"}}], metadata=SimpleNamespace(_continue="t1")
+        ),
+        SimpleNamespace(
+            items=[{"metadata": {"name": "b"}}], metadata=SimpleNamespace(_continue=None)
+        ),
     ]
 
     class FakeApi:
@@ -202,8 +300,10 @@ def test_read_cluster_nodes_pages_through_a_client() -> None:
 
     out = k8s_nodes.read_cluster_nodes(FakeApi(), label_selector="pool=gpu")
     assert [o["metadata"]["name"] for o in out] == ["a", "b"]
-    assert calls == [{"limit": 500, "label_selector": "pool=gpu"},
-                     {"limit": 500, "label_selector": "pool=gpu", "_continue": "t1"}]
+    assert calls == [
+        {"limit": 500, "label_selector": "pool=gpu"},
+        {"limit": 500, "label_selector": "pool=gpu", "_continue": "t1"},
+    ]
 
 
 def test_ibnetdiscover_sample() -> None:
@@ -211,7 +311,10 @@ def test_ibnetdiscover_sample() -> None:
     fabric = ibnetdiscover.fabric_from_ibnetdiscover(text, "two-tier")
     # spine01 and spine02 see the same leaves -> merged into spine01
     assert {s.name: s.parent for s in fabric.switches} == {
-        "leaf01": "spine01", "leaf02": "spine01", "spine01": None}
+        "leaf01": "spine01",
+        "leaf02": "spine01",
+        "spine01": None,
+    }
     leaves = {n.name: n.leaf for n in fabric.nodes}
     assert leaves["gpu04"] == "leaf01"  # mlx5_0 is on leaf01, mlx5_1 on leaf02
     assert leaves["stor01"] == "leaf02"
@@ -220,24 +323,29 @@ def test_ibnetdiscover_sample() -> None:
 
 
 def test_ibnetdiscover_three_tiers_and_names() -> None:
-    text = "\n".join([
-        'Switch\t36 "S-0001"\t\t# "MF0;core-a:MQM9700/U1" enhanced port 0 lid 1 lmc 0',
-        '[1]\t"S-0002"[1]\t\t# "MF0;sp1:MQM9700/U1" lid 2 4xNDR',
-        "",
-        'Switch\t36 "S-0002"\t\t# "MF0;sp1:MQM9700/U1" enhanced port 0 lid 2 lmc 0',
-        '[1]\t"S-0001"[1]\t\t# "MF0;core-a:MQM9700/U1" lid 1 4xNDR',
-        '[2]\t"S-0003"[1]\t\t# "plain switch name" lid 3 4xNDR',
-        "",
-        'Switch\t36 "S-0003"\t\t# "plain switch name" enhanced port 0 lid 3 lmc 0',
-        '[1]\t"S-0002"[2]\t\t# "MF0;sp1:MQM9700/U1" lid 2 4xNDR',
-        '[2]\t"H-00a1"[1](00a2)\t\t# "host1 mlx5_0" lid 4 4xNDR',
-        "",
-        'Ca\t1 "H-00a1"\t\t# "host1 mlx5_0"',
-        '[1](00a2)\t"S-0003"[2]\t\t# lid 4 lmc 0 "plain switch name" lid 3 4xNDR',
-    ])
+    text = "\n".join(
+        [
+            'Switch\t36 "S-0001"\t\t# "MF0;core-a:MQM9700/U1" enhanced port 0 lid 1 lmc 0',
+            '[1]\t"S-0002"[1]\t\t# "MF0;sp1:MQM9700/U1" lid 2 4xNDR',
+            "",
+            'Switch\t36 "S-0002"\t\t# "MF0;sp1:MQM9700/U1" enhanced port 0 lid 2 lmc 0',
+            '[1]\t"S-0001"[1]\t\t# "MF0;core-a:MQM9700/U1" lid 1 4xNDR',
+            '[2]\t"S-0003"[1]\t\t# "plain switch name" lid 3 4xNDR',
+            "",
+            'Switch\t36 "S-0003"\t\t# "plain switch name" enhanced port 0 lid 3 lmc 0',
+            '[1]\t"S-0002"[2]\t\t# "MF0;sp1:MQM9700/U1" lid 2 4xNDR',
+            '[2]\t"H-00a1"[1](00a2)\t\t# "host1 mlx5_0" lid 4 4xNDR',
+            "",
+            'Ca\t1 "H-00a1"\t\t# "host1 mlx5_0"',
+            '[1](00a2)\t"S-0003"[2]\t\t# lid 4 lmc 0 "plain switch name" lid 3 4xNDR',
+        ]
+    )
     fabric = ibnetdiscover.fabric_from_ibnetdiscover(text)
     assert {s.name: s.parent for s in fabric.switches} == {
-        "plain-switch-name": "sp1", "sp1": "core-a", "core-a": None}
+        "plain-switch-name": "sp1",
+        "sp1": "core-a",
+        "core-a": None,
+    }
     with pytest.raises(InputError, match="unrecognised"):
         ibnetdiscover.fabric_from_ibnetdiscover("garbage line\n", "x")
     with pytest.raises(InputError, match="no Switch or Ca records"):
