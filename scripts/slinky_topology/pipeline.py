@@ -21,6 +21,7 @@ from slinky_topology.validate import (
     size_findings,
     validate_doc,
     validate_specs,
+    version_findings,
 )
 
 if TYPE_CHECKING:
@@ -87,6 +88,12 @@ def render_output(plan: Plan, fmt: Format, shape: Shape = "static") -> Output:
         text, doc = _render(plan, fmt, shape)
     findings = validate_doc(doc, conf=_conf_kind(fmt) is not None)
     findings += size_findings(text, fmt)
+    findings += version_findings(
+        plan.fabric.slurm_version,
+        doc,
+        yaml_format=_conf_kind(fmt) is None,
+        dynamic=shape == "dynamic",
+    )
     raise_on_errors(findings, what=f"generated {fmt}")
     warnings += [f for f in findings if f.severity == "warning"]
     return Output(text, shape, doc, tuple(warnings))
@@ -100,5 +107,7 @@ def render_annotations_output(plan: Plan, fmt: Format = "topology.yaml") -> Outp
     kind = _conf_kind(fmt)
     specs = plan.specs(kind)
     doc = plan.conf_doc(kind, "dynamic") if kind is not None else plan.doc("dynamic")
-    raise_on_errors(validate_specs(doc, specs), what="generated annotations")
+    findings = validate_specs(doc, specs)
+    findings += version_findings(plan.fabric.slurm_version, doc, yaml_format=False, dynamic=True)
+    raise_on_errors(findings, what="generated annotations")
     return Output(render_annotations(specs), "dynamic", doc, plan.warnings)

@@ -40,11 +40,14 @@ __all__ = [
     "validate_doc",
     "validate_fabric",
     "validate_specs",
+    "version_findings",
 ]
 
 MAX_NAME_LEN = 64
 MAX_TREE_DEPTH = 20
 MAX_BLOCK_LEVEL = 15
+#: Above this many tree switches slurmctld load time grows noticeably (topology.md f.5).
+MAX_FAST_SWITCHES = 1000
 #: Kubernetes ConfigMap data limit (b.9).
 CONFIGMAP_LIMIT = 1024 * 1024
 _SAFE_FIX = "use letters, digits, '.', '_' and '-' only, starting with a letter or digit, max 64"
@@ -502,6 +505,17 @@ def _tree_findings(topo: str, spec: TreeSpec, conf: bool, location: str | None) 
                 location=location,
             )
         )
+    if len(spec.switches) > MAX_FAST_SWITCHES:
+        out.append(
+            Finding(
+                "warning",
+                f"topology {topo}",
+                f"{len(spec.switches)} switches; slurmctld computes all switch distances "
+                "(O(S^3)) at load and for each dynamically created switch",
+                fix="keep leaves plus one aggregation tier (topologies[].maxTiers: 2)",
+                location=location,
+            )
+        )
     leaf_of: dict[str, str] = {}
     multi: set[str] = set()
     for sw in spec.switches:
@@ -747,3 +761,51 @@ def size_findings(text: str, what: str, location: str | None = None) -> list[Fin
             location=location,
         )
     ]
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    major, _, minor = text.partition(".")
+    if major.isdigit() and minor.isdigit():
+        return int(major), int(minor)
+    return None
+
+
+def version_findings(
+    slurm_version: str | None, doc: TopologyDoc, *, yaml_format: bool, dynamic: bool
+) -> list[Finding]:
+    """Slurm-version gates (b.7): what the target ``slurmVersion`` can load.
+
+    topology.yaml, dynamic topology (node ``Topology=``) and blocks smaller than the base size
+    need 25.05; ``BlockSizes`` needs 24.05; ``topology/block`` needs 23.11.
+    """
+    if slurm_version is None:
+        return []
+    ver = _version(slurm_version)
+    subj = f"slurmVersion {slurm_version}"
+    if ver is None:
+        return [Finding("error", subj, "is not MAJOR.MINOR", fix='write it like "25.11"')]
+    out: list[Finding] = []
+
+    def need(min_ver: tuple[int, int], what: str) -> None:
+        if ver < min_ver:
+            out.append(
+                Finding(
+                    "error",
+                    subj,
+                    f"{what} needs Slurm >= {min_ver[0]}.{min_ver[1]:02d}",
+                    fix="target a newer Slurm or change the output",
+                )
+            )
+
+    if yaml_format:
+        need((25, 5), "topology.yaml")
+    if dynamic:
+        need((25, 5), "dynamic topology (node Topology= / Slinky annotations)")
+    for topo in doc.topologies:
+        if isinstance(topo.spec, BlockSpec):
+            need((23, 11), f"block topology {topo.name}")
+            need((24, 5), f"BlockSizes in topology {topo.name}")
+            base = topo.spec.block_sizes[0] if topo.spec.block_sizes else 0
+            if any(0 < len(b.nodes) < base for b in topo.spec.blocks):
+                need((25, 5), f"blocks smaller than the base size in topology {topo.name}")
+    return sorted(set(out), key=str)

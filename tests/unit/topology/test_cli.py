@@ -194,3 +194,17 @@ def test_write_atomic_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
     write_atomic(target, "new\n")
     assert target.read_text() == "new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_old_slurm_version_rejects_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fabric = tmp_path / "f.yaml"
+    fabric.write_text(
+        "apiVersion: fabric.example.org/v1alpha1\nkind: Fabric\nspec:\n"
+        '  slurmVersion: "24.11"\n'
+        "  switches: [{name: s1}]\n  nodes: [{name: 'n[1-2]', leaf: s1}]\n"
+    )
+    assert main(["generate", "--fabric", str(fabric)]) == 1
+    assert "topology.yaml needs Slurm >= 25.05" in capsys.readouterr().err
+    assert main(["generate", "--fabric", str(fabric), "--format", "topology.conf-tree"]) == 0
+    assert main(["annotations", "--fabric", str(fabric), "--format", "topology.conf-tree"]) == 1
+    assert "dynamic topology" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from slinky_topology.validate import (
     size_findings,
     validate_doc,
     validate_specs,
+    version_findings,
 )
 
 TREE_B1 = """\
@@ -322,3 +323,41 @@ def test_line_numbers_do_not_affect_equality() -> None:
     a = Topology("t", True, TreeSpec((TreeSwitch("s", line=1),)), line=3)
     b = Topology("t", True, TreeSpec((TreeSwitch("s", line=9),)))
     assert a == b
+
+
+@pytest.mark.parametrize(
+    ("version", "yaml_format", "dynamic", "message"),
+    [
+        pytest.param("25.11", True, True, None, id="current"),
+        pytest.param("24.11", True, False, "topology.yaml needs Slurm >= 25.05", id="yaml-old"),
+        pytest.param("24.11", False, True, "dynamic topology", id="dynamic-old"),
+        pytest.param("24.11", False, False, "blocks smaller than the base", id="partial-old"),
+        pytest.param(
+            "23.11",
+            False,
+            False,
+            "BlockSizes in topology default needs Slurm >= 24.05",
+            id="blocksizes-old",
+        ),
+        pytest.param(
+            "23.02", False, False, "block topology default needs Slurm >= 23.11", id="block-old"
+        ),
+        pytest.param("latest", False, False, "is not MAJOR.MINOR", id="bad-version"),
+    ],
+)
+def test_version_gates(version: str, yaml_format: bool, dynamic: bool, message: str | None) -> None:
+    doc = parse_topology_conf("BlockName=b1 Nodes=n[1-2]\nBlockSizes=4\n")
+    found = [
+        str(f) for f in version_findings(version, doc, yaml_format=yaml_format, dynamic=dynamic)
+    ]
+    if message is None:
+        assert found == []
+    else:
+        assert any(message in f for f in found), found
+
+
+def test_many_switches_warn() -> None:
+    lines = ["SwitchName=top Switches=l[0000-1000]"]
+    lines += [f"SwitchName=l{i:04d} Nodes=n{i}" for i in range(1001)]
+    warnings = _warnings(parse_topology_conf("\n".join(lines)), True)
+    assert any("1002 switches" in w for w in warnings)
