@@ -23,6 +23,7 @@ from slinky_topology.model import (
     BlockSpec,
     Fabric,
     Node,
+    TopologyRequest,
     TreeSpec,
     natural_key,
 )
@@ -368,3 +369,25 @@ def test_one_node_change_is_local(fabric: Fabric, data: st.DataObject) -> None:
 def test_natural_key_orders_numbers() -> None:
     """Helper sanity: natural order puts leaf2 before leaf10 (used by all layouts)."""
     assert sorted(["leaf10", "leaf2", "leaf1"], key=natural_key) == ["leaf1", "leaf2", "leaf10"]
+
+
+@given(fabrics(with_partitions=True))
+def test_partition_topologies(fabric: Fabric) -> None:
+    """f.4.13: a partition tree is exactly the ancestor closure of its nodes' leaves, and the
+    partition's blocks contain only its nodes."""
+    reqs = (
+        TopologyRequest("part-tree", "tree", cluster_default=True, partitions=("gpu",)),
+        TopologyRequest("part-block", "block", partitions=("gpu",)),
+    )
+    members = [n for n in fabric.nodes if n.state != "absent" and "gpu" in n.partitions]
+    assume(members)
+    doc = plan(replace(fabric, topologies=reqs)).doc()
+    tree = doc.get("part-tree").spec  # type: ignore[union-attr]
+    block = doc.get("part-block").spec  # type: ignore[union-attr]
+    assert isinstance(tree, TreeSpec)
+    assert isinstance(block, BlockSpec)
+    paths = _paths(fabric)
+    closure = {sw for n in members if n.leaf for sw in paths[n.leaf]}
+    assert {s.name for s in tree.switches} == closure
+    listed = {n for b in block.blocks for n in b.nodes}
+    assert listed == {n.name for n in members if n.domain}
