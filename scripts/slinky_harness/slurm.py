@@ -137,6 +137,7 @@ from slinky_harness.slurm_chroot import (
     SlurmChrootError,
     chroot_argv,
     chroot_info,
+    die_with_parent,
     ensure_chroot,
 )
 
@@ -152,9 +153,11 @@ __all__ = [
     "SlurmCommandError",
     "SlurmCtld",
     "SlurmctldStartError",
+    "SlurmdStartError",
     "check_load",
     "chroot_info",
     "compose_slurm_conf",
+    "emulated_nodes",
     "ensure_chroot",
     "parse_records",
     "slurmctld",
@@ -190,6 +193,9 @@ DEFAULT_KEYS: Mapping[str, str] = {
 }
 """slurm.conf keys the harness adds unless the caller's text sets them."""
 
+DEFAULT_FILES: Mapping[str, bytes] = {"cgroup.conf": b"CgroupPlugin=disabled\n"}
+"""Files the harness writes unless given: the chroot has no cgroup filesystem for slurmd."""
+
 _PORT_RANGE = (20000, 29999)
 _ports_lock = threading.Lock()
 _ports_taken: set[int] = set()
@@ -216,6 +222,14 @@ class SlurmctldStartError(RuntimeError):
         super().__init__(message)
         self.log = log
         self.returncode = returncode
+
+
+class SlurmdStartError(RuntimeError):
+    """An emulated slurmd exited or its node did not become idle; ``log`` holds its output."""
+
+    def __init__(self, message: str, log: str) -> None:
+        super().__init__(message)
+        self.log = log
 
 
 @dataclass(frozen=True)
@@ -341,6 +355,30 @@ def _release_ports(*ports: int) -> None:
         _ports_taken.difference_update(ports)
 
 
+def emulated_nodes(
+    names: Sequence[str], *, cpus: int = 4, memory_mb: int = 1000, extra: str = ""
+) -> str:
+    """slurm.conf lines for nodes that :meth:`SlurmCtld.start_slurmd` runs on this host.
+
+    One ``NodeName`` line per node, each with its own free port (several slurmd per host need the
+    ``slurm-wlm-emulator`` build, so start the controller with ``emulator=True``), plus the global
+    keys they need: ``SlurmdParameters=config_overrides`` (the host has fewer CPUs than the nodes
+    claim), ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none`` (no cgroups in the
+    chroot). Use it once per slurm.conf; ``extra`` goes on every node line (``Features=...``).
+    """
+    lines = [
+        "SlurmdParameters=config_overrides",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+    ]
+    for name in names:
+        lines.append(
+            f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={_allocate_port()} "
+            f"CPUs={cpus} RealMemory={memory_mb} {extra}".rstrip()
+        )
+    return "\n".join(lines) + "\n"
+
+
 class SlurmCtld:
     """A running slurmctld in the chroot (made by :func:`slurmctld`; valid inside the ``with``)."""
 
@@ -358,14 +396,33 @@ class SlurmCtld:
         self.port = 0
         self.slurmd_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
+        self._slurmds: dict[str, subprocess.Popen[bytes]] = {}
 
     # --- processes -------------------------------------------------------------------------------
 
-    def _argv(self, argv: Sequence[str], *, hostname: str | None = None) -> list[str]:
+    def _argv(
+        self,
+        argv: Sequence[str],
+        *,
+        hostname: str | None = None,
+        run_dir: Path | None = None,
+        own_pids: bool = False,
+    ) -> list[str]:
         # /run is per controller too: slurmctld serves auth/slurm tokens to local clients on
         # /run/slurmctld/sack.socket, and a shared /run would let clients ask the wrong controller.
-        binds = {MOUNT_POINT: self.workdir, "/run": self.workdir / "run"}
-        return chroot_argv(self.root, argv, binds=binds, hostname=hostname)
+        binds = {MOUNT_POINT: self.workdir, "/run": run_dir or self.workdir / "run"}
+        return chroot_argv(
+            self.root,
+            argv,
+            binds=binds,
+            hostname=hostname,
+            cwd=MOUNT_POINT,  # job output files and the like land in the work folder
+            # slurmd (root) gets its own PID namespace and /proc: its job steps die with it.
+            # Not slurmctld: it drops to SlurmUser, which clears the parent-death signal that
+            # ties a PID namespace to us, so it is stopped through its process group instead.
+            proc=own_pids,
+            pid_ns=own_pids,
+        )
 
     def _client(self, name: str) -> str:
         if self.emulator and (self.root / "usr/bin" / f"{name}-emulator").exists():
@@ -444,6 +501,90 @@ class SlurmCtld:
             raise SlurmCommandError(("show", "node", name), 1, "", f"no node {name}")
         return records[0].get("Topology", "")
 
+    # --- emulated slurmd ----------------------------------------------------------------------
+
+    def start_slurmd(self, *nodes: str, timeout: float = 30.0) -> None:
+        """Start one slurmd per node (see :func:`emulated_nodes`) and wait until all are idle.
+
+        Each runs ``slurmd -D -N <node>`` in its own PID namespace with a fresh ``/proc``, so the
+        node's job steps die with it; they are stopped before slurmctld on exit. Real jobs then run:
+        ``ctld.run("srun", "-N", "2", "hostname")``, ``sbatch --wait``.
+        """
+        if len(nodes) + len(self._slurmds) > 1 and not self.emulator:
+            raise SlurmChrootError("several slurmd per host need slurmctld(..., emulator=True)")
+        daemon = "slurmd-wlm-emulator" if self.emulator else "slurmd-wlm"
+        for node in nodes:
+            if node in self._slurmds:
+                continue
+            (self.workdir / "spool" / node).mkdir(parents=True, exist_ok=True)
+            run_dir = self.workdir / "slurmd" / node / "run"
+            run_dir.mkdir(parents=True, exist_ok=True)
+            argv = [f"/usr/sbin/{daemon}", "-D", "-N", node, "-f", CONF_PATH]
+            with (self.workdir / f"slurmd-{node}.stderr").open("wb") as err:
+                self._slurmds[node] = subprocess.Popen(
+                    self._argv(argv, run_dir=run_dir, own_pids=True),
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env={**CHROOT_ENV, "SLURM_CONF": CONF_PATH},
+                    preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; slurmd runs as root)
+                )
+        self._wait_idle(nodes, timeout)
+
+    def _wait_idle(self, nodes: Sequence[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        want = set(nodes)
+        while True:
+            for node in nodes:
+                proc = self._slurmds[node]
+                if proc.poll() is not None:
+                    log = self.slurmd_log(node)
+                    raise SlurmdStartError(
+                        f"slurmd {node} exited with {proc.returncode}: {_last_problem(log)}", log
+                    )
+            res = self.run(self._client("sinfo"), "-h", "-N", "-o", "%N %t", check=False)
+            rows = (ln.partition(" ") for ln in res.stdout.splitlines())
+            idle = {name for name, _, state in rows if state == "idle"}
+            if want <= idle:
+                return
+            if time.monotonic() > deadline:
+                missing = sorted(want - idle)
+                raise SlurmdStartError(
+                    f"nodes not idle after {timeout:.0f} s: {','.join(missing)}",
+                    self.slurmd_log(missing[0]),
+                )
+            time.sleep(0.2)
+
+    def run_job(self, *sbatch_args: str, timeout: float = 60.0) -> dict[str, str]:
+        """``sbatch --parsable -o /dev/null <args>``, wait until the job ends, return its record.
+
+        Polls ``scontrol show job -o`` every 0.1 s (``sbatch --wait`` polls far slower). Raises
+        :class:`TimeoutError` when the job is still pending or running after ``timeout`` seconds.
+        """
+        out = self.run(self._client("sbatch"), "--parsable", "-o", "/dev/null", *sbatch_args)
+        job_id = out.stdout.strip().split(";")[0]
+        deadline = time.monotonic() + timeout
+        while True:
+            records = parse_records(self.scontrol("show", "job", "-o", job_id))
+            state = records[0].get("JobState", "") if records else ""
+            if state not in {"", "PENDING", "CONFIGURING", "RUNNING", "COMPLETING"}:
+                return records[0]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} still {state or 'unknown'} after {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def slurmd_log(self, node: str) -> str:
+        path = self.workdir / f"slurmd-{node}.stderr"
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def stop_slurmd(self, *nodes: str) -> None:
+        """Stop the given emulated slurmd (all when none given), with their job steps."""
+        for node in nodes or tuple(self._slurmds):
+            proc = self._slurmds.pop(node, None)
+            if proc is not None:
+                _stop_group(proc, grace=5.0)
+
     # --- configuration ---------------------------------------------------------------------------
 
     def write_file(self, name: str, content: FileSource) -> None:
@@ -499,7 +640,7 @@ class SlurmCtld:
         shutil.rmtree(self.etc_dir, ignore_errors=True)
         self.etc_dir.mkdir()
         self.etc_dir.chmod(0o755)
-        for name, data in files.items():
+        for name, data in {**DEFAULT_FILES, **files}.items():
             if name != "slurm.conf":
                 self.write_file(name, data)
         self.write_file("slurm.conf", files.get("slurm.conf", b""))
@@ -569,22 +710,30 @@ class SlurmCtld:
             time.sleep(0.05)
 
     def stop(self) -> int | None:
-        """SIGTERM the process group, SIGKILL after 10 s; returns slurmctld's exit status."""
+        """Stop emulated slurmd, then SIGTERM slurmctld's process group (SIGKILL after 10 s).
+
+        Returns slurmctld's exit status.
+        """
+        self.stop_slurmd()
         proc = self._proc
         if proc is None:
             return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        return _stop_group(proc, grace=10.0)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], *, grace: float) -> int:
+    if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # anything the daemon left in its group
-        return proc.returncode
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # anything the daemon left in its group
+    return proc.returncode
 
 
 def _last_problem(log: str) -> str:

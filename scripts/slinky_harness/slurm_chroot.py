@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
+    "CHROOT_ENV",
     "CHROOT_RECIPE",
     "SLURM_SERIES",
     "SUITE",
@@ -46,6 +47,7 @@ __all__ = [
     "chroot_argv",
     "chroot_info",
     "debian_mirror",
+    "die_with_parent",
     "ensure_chroot",
 ]
 
@@ -157,6 +159,7 @@ def chroot_argv(
     proc: bool = False,
     hostname: str | None = None,
     pid_ns: bool = False,
+    cwd: str | None = None,
 ) -> list[str]:
     """Command line that runs ``argv`` chrooted into ``root`` in a private mount namespace.
 
@@ -164,8 +167,8 @@ def chroot_argv(
     on them; ``proc`` mounts a fresh ``/proc``; ``hostname`` also unshares the UTS namespace and
     sets the host name. All mounts belong to the new namespace and vanish with the process. The
     final ``exec`` keeps the pid, so the pid of the returned command is the pid of ``argv[0]``.
-    ``pid_ns`` (build steps) runs it in a new PID namespace whose processes all die with ``unshare``
-    (the pid is then ``unshare``'s).
+    ``pid_ns`` runs it in a new PID namespace whose processes all die with ``unshare`` (the pid is
+    then ``unshare``'s). ``cwd``: working folder inside the chroot (default ``/``).
     """
     steps = ["set -e"]
     if hostname is not None:
@@ -175,7 +178,8 @@ def chroot_argv(
         steps.append(f"mount --bind {shlex.quote(str(host))} {shlex.quote(target)}")
     if proc:
         steps.append(f"mount -t proc proc {shlex.quote(str(root / 'proc'))}")
-    steps.append(f'exec chroot {shlex.quote(str(root))} "$@"')
+    chdir = f" env --chdir={shlex.quote(cwd)}" if cwd else ""
+    steps.append(f'exec chroot {shlex.quote(str(root))}{chdir} "$@"')
     unshare = ["unshare", "--mount", "--propagation", "private"]
     if hostname is not None:
         unshare.append("--uts")
@@ -202,7 +206,7 @@ def _run_logged(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env=dict(env) if env is not None else None,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 (runs before exec; build is one thread)
+            preexec_fn=die_with_parent,  # noqa: PLW1509 (runs before exec; build is one thread)
         )
         try:
             rc = proc.wait(timeout=_BUILD_TIMEOUT_S)
@@ -216,7 +220,7 @@ def _run_logged(
         )
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: get SIGKILL when the parent dies (even by SIGKILL).
 
     The child is ``unshare --pid --fork --kill-child``: its death kills the namespace's first

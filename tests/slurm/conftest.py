@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "slurm"
 
+COLD_BUILD_TIMEOUT_S = 1800
 _timings: dict[str, float] = {}
 _starts: list[float] = []
 _chroot_state: list[str] = []
@@ -42,10 +43,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _chroot_is_warm() -> bool:
+    return (cache_root() / f"{SUITE}-{SLURM_SERIES}" / ".slinky-chroot.json").exists()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A cold chroot build (about 1.5 min, longer on a slow mirror) happens in the setup of the first
+    # test here; give the tier room under pytest-timeout. Every harness call has its own timeout.
+    cold_cap = config.pluginmanager.hasplugin("timeout") and not _chroot_is_warm()
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.slurm)
+            if cold_cap:
+                item.add_marker(pytest.mark.timeout(COLD_BUILD_TIMEOUT_S))
 
 
 def _unavailable() -> str | None:
@@ -67,7 +77,7 @@ def slurm_root() -> Path:
         if os.environ.get("SLINKY_REQUIRE_SLURM") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    warm = (cache_root() / f"{SUITE}-{SLURM_SERIES}" / ".slinky-chroot.json").exists()
+    warm = _chroot_is_warm()
     started = time.monotonic()
     root = ensure_chroot()
     _timings["chroot"] = time.monotonic() - started

@@ -175,3 +175,14 @@ def test_start_time(start_ctld: CtldFactory, slurm_data: Path) -> None:
         elapsed = time.monotonic() - started
         assert ctld.alive()
     assert elapsed < 10.0
+
+
+def test_emulator_build_starts_when_present(slurm_root: Path, slurm_data: Path) -> None:
+    """The ``slurm-wlm-emulator`` build (many slurmd per host) loads the same files."""
+    if not chroot_info(slurm_root).emulator:
+        pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
+    expected = parse_topology_conf((slurm_data / "tree/topology.conf").read_text())
+    assert isinstance(expected, TreeTopology)
+    with slurmctld(slurm_data / "tree", root=slurm_root, emulator=True) as ctld:
+        assert set(read_tree(ctld.show_topology())) == set(expected.children)
+        assert Path(f"/proc/{ctld.pid}/exe").resolve().name == "slurmctld-wlm-emulator"
