@@ -37,6 +37,14 @@ API (what a test needs; all typed)::
         ctld.reconfigure()                     # scontrol reconfigure, wait until re-read
         ctld.log()                             # everything slurmctld logged so far
 
+    # real jobs: emulated slurmd (slurm-wlm-emulator; chroot_info(root).emulator says if present)
+    conf = "TopologyPlugin=topology/block\n" + emulated_nodes(["gpu01", "gpu02"]) + partitions
+    with slurmctld({"slurm.conf": conf, ...}, emulator=True) as ctld:
+        ctld.start_slurmd("gpu01", "gpu02")    # one slurmd each, waits until idle
+        ctld.run("srun", "-N", "2", "hostname")
+        job = ctld.run_job("-N", "2", "--segment=2", "--wrap", "true")  # waits for the end
+        job["JobState"], job["NodeList"]       # "COMPLETED", "gpu[01-02]"
+
     result = check_load(files, root=ensure_chroot())  # start, read every topology, stop
     result.accepted    # started, and `scontrol show topology [name]` worked for all
     result.started     # False: slurmctld refused the files (exited during start-up)
@@ -63,7 +71,9 @@ your text (:data:`HARNESS_KEYS`): ``SlurmctldHost``, ``SlurmctldPort``, ``Slurmd
 ``SlurmUser``, ``StateSaveLocation``, ``SlurmctldPidFile``, ``SlurmctldLogFile``, ``AuthType``,
 ``CredType`` (``auth/slurm`` and ``cred/slurm`` with a generated 1 KiB ``slurm.key``, owned by
 ``slurm``, mode 600, as Slinky uses). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
-``MailProg=/bin/true`` and slurmd spool/pid/log paths unless your text sets them.
+``MailProg=/bin/true`` and slurmd spool/pid/log paths unless your text sets them, and writes
+``cgroup.conf`` with ``CgroupPlugin=disabled`` unless you give one (no cgroup filesystem in the
+chroot).
 
 How a controller runs, and why several can run at once:
 
@@ -86,6 +96,9 @@ How a controller runs, and why several can run at once:
   20000-29999 (``SlurmctldPort``; a distinct ``SlurmdPort``). Start-up waits until ``scontrol ping``
   answers: about 0.1 s (0.3 s with file writing) on the project's 2-core machines.
 * On exit the whole process group gets SIGTERM (SIGKILL after 10 s), also when the body raised.
+  Emulated slurmd are stopped first; each runs in its own PID namespace with a fresh ``/proc``, so
+  its job steps die with it, also when the test process is killed. A slurmctld outlives a test
+  process killed with SIGKILL (nothing else leaks: mounts die with their namespaces).
 * ``scontrol show ...`` exits 0 even when the request failed; :class:`CommandResult` ``.ok`` (and so
   ``check=True``) also treats an ``error`` on stderr as a failure.
 

@@ -97,8 +97,7 @@ def cache_root() -> Path:
     return Path(base).expanduser() / "slurm-chroot"
 
 
-def _apt_source_files() -> list[Path]:
-    etc = Path("/etc/apt")
+def _apt_source_files(etc: Path) -> list[Path]:
     files = [etc / "sources.list"] if (etc / "sources.list").is_file() else []
     d = etc / "sources.list.d"
     if d.is_dir():
@@ -130,7 +129,7 @@ def _source_entries(path: Path) -> Iterator[tuple[list[str], list[str]]]:
             yield fields.get("uris", "").split(), fields.get("suites", "").split()
 
 
-def debian_mirror() -> str:
+def debian_mirror(etc_apt: Path = Path("/etc/apt")) -> str:
     """The Debian mirror of this machine's apt sources (``SLINKY_DEBIAN_MIRROR`` overrides).
 
     Picks the first ``deb`` entry whose suite is a plain release (no ``-security``/``-updates``
@@ -139,7 +138,7 @@ def debian_mirror() -> str:
     override = os.environ.get("SLINKY_DEBIAN_MIRROR")
     if override:
         return override.rstrip("/")
-    for path in _apt_source_files():
+    for path in _apt_source_files(etc_apt):
         for uris, suites in _source_entries(path):
             if not any("-" not in s and "/" not in s for s in suites):
                 continue

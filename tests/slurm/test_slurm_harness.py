@@ -14,6 +14,7 @@ import pytest
 from slinky_harness.slurm import (
     HARNESS_KEYS,
     SLURM_SERIES,
+    SlurmChrootError,
     SlurmctldStartError,
     chroot_info,
     compose_slurm_conf,
@@ -186,3 +187,32 @@ def test_emulator_build_starts_when_present(slurm_root: Path, slurm_data: Path) 
     with slurmctld(slurm_data / "tree", root=slurm_root, emulator=True) as ctld:
         assert set(read_tree(ctld.show_topology())) == set(expected.children)
         assert Path(f"/proc/{ctld.pid}/exe").resolve().name == "slurmctld-wlm-emulator"
+
+
+def test_mirror_parsing_both_apt_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLINKY_DEBIAN_MIRROR", raising=False)
+    one_line = tmp_path / "a"
+    (one_line / "sources.list.d").mkdir(parents=True)
+    (one_line / "sources.list").write_text(
+        "# comment\n"
+        "deb http://security.example/debian-security bookworm-security main\n"
+        "deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main\n"
+    )
+    assert debian_mirror(one_line) == "http://mirror.example/debian"
+    deb822 = tmp_path / "b"
+    (deb822 / "sources.list.d").mkdir(parents=True)
+    (deb822 / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://other.example/debian-security\nSuites: bookworm-security\n\n"
+        "Types: deb deb-src\nURIs: http://other.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n"
+    )
+    (deb822 / "sources.list.d" / "x.sources.disabled").write_text(
+        "Types: deb\nURIs: http://disabled.example/debian\nSuites: bookworm\n"
+    )
+    assert debian_mirror(deb822) == "http://other.example/debian"
+    empty = tmp_path / "c"
+    empty.mkdir()
+    with pytest.raises(SlurmChrootError, match="SLINKY_DEBIAN_MIRROR"):
+        debian_mirror(empty)
+    monkeypatch.setenv("SLINKY_DEBIAN_MIRROR", "http://override.example/debian/")
+    assert debian_mirror(empty) == "http://override.example/debian"
