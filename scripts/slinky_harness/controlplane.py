@@ -216,6 +216,7 @@ def _build(target: Path, digest: str, log: Path) -> None:
             stale = target.with_name(f".{target.name}.stale-{os.getpid()}")
             target.rename(stale)
             shutil.rmtree(stale, ignore_errors=True)
+        staging.chmod(0o755)
         staging.rename(target)
     finally:
         if staging.exists():
