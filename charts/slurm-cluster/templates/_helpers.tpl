@@ -1,0 +1,356 @@
+{{- /*
+SPDX-License-Identifier: Apache-2.0
+Helpers of the slurm-cluster chart. Every define is prefixed with "slurm-cluster.".
+*/}}
+
+{{- /*
+Chart name, truncated to 63 characters.
+Usage: {{ include "slurm-cluster.name" . }}
+*/}}
+{{- define "slurm-cluster.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Fully qualified base name, truncated to 63 characters.
+Usage: {{ include "slurm-cluster.fullname" . }}
+*/}}
+{{- define "slurm-cluster.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Base name of the Slinky objects (Controller, RestApi, Accounting, NodeSet and LoginSet prefixes):
+the full name truncated to 30 characters, so the names the operator derives from it
+("<base>-controller-internal", "<base>-worker-<nodeset>-<ordinal>") stay within 63 characters.
+Usage: {{ include "slurm-cluster.base" . }}
+*/}}
+{{- define "slurm-cluster.base" -}}
+{{- include "slurm-cluster.fullname" . | trunc 30 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Name of a component object: the full name truncated to 52 characters (less for long suffixes),
+then "-<suffix>".
+Usage: {{ include "slurm-cluster.componentName" (dict "context" . "suffix" "metrics") }}
+*/}}
+{{- define "slurm-cluster.componentName" -}}
+{{- $max := min 52 (sub 62 (len .suffix)) | int }}
+{{- printf "%s-%s" (include "slurm-cluster.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
+{{- end }}
+
+{{- /*
+Chart name and version for the helm.sh/chart label.
+Usage: {{ include "slurm-cluster.chart" . }}
+*/}}
+{{- define "slurm-cluster.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Namespace of every namespaced object.
+Usage: {{ include "slurm-cluster.namespace" . }}
+*/}}
+{{- define "slurm-cluster.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Selector labels: name, instance and component only.
+Usage: {{ include "slurm-cluster.selectorLabels" (dict "context" . "component" "controller") }}
+*/}}
+{{- define "slurm-cluster.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "slurm-cluster.name" .context }}
+app.kubernetes.io/instance: {{ .context.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- /*
+Full metadata labels: selector labels plus chart, version, part-of and managed-by.
+Usage: {{ include "slurm-cluster.labels" (dict "context" . "component" "controller") }}
+*/}}
+{{- define "slurm-cluster.labels" -}}
+helm.sh/chart: {{ include "slurm-cluster.chart" .context }}
+{{ include "slurm-cluster.selectorLabels" . }}
+{{- with .context.Chart.AppVersion }}
+app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
+{{- end }}
+app.kubernetes.io/part-of: slurm
+app.kubernetes.io/managed-by: {{ .context.Release.Service }}
+{{- end }}
+
+{{- /*
+ServiceAccount of the Slurm pods. The chart creates none: the operator-built pods need no
+Kubernetes API access, so they run with the namespace default account.
+Usage: {{ include "slurm-cluster.serviceAccountName" . }}
+*/}}
+{{- define "slurm-cluster.serviceAccountName" -}}
+default
+{{- end }}
+
+{{- /*
+Image reference from an image object {registry, repository, tag, digest}.
+global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
+Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.image) }}
+*/}}
+{{- define "slurm-cluster.image" -}}
+{{- $image := .image }}
+{{- $global := .context.Values.global | default dict }}
+{{- $registry := $global.imageRegistry | default $image.registry }}
+{{- $repository := required "an image repository is required (image.repository)" $image.repository }}
+{{- $ref := $repository }}
+{{- if $registry }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
+{{- end }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $ref $image.digest }}
+{{- else }}
+{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Pull policy of an image object: its own pullPolicy, else the top-level imagePullPolicy.
+Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "image" .Values.controller.image) }}
+*/}}
+{{- define "slurm-cluster.imagePullPolicy" -}}
+{{- .image.pullPolicy | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
+{{- end }}
+
+{{- /*
+imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
+Usage: {{- include "slurm-cluster.imagePullSecrets" . | nindent 6 }}
+*/}}
+{{- define "slurm-cluster.imagePullSecrets" -}}
+{{- $global := .Values.global | default dict }}
+{{- $names := list }}
+{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
+{{- if kindIs "map" . }}
+{{- if .name }}{{- $names = append $names .name }}{{- end }}
+{{- else if . }}
+{{- $names = append $names (toString .) }}
+{{- end }}
+{{- end }}
+{{- with ($names | uniq) }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+A Slinky container block (slurmctld, slurmd, logfile, ...) from component values: image, pull
+policy, args, env, resources, securityContext and volumeMounts when set.
+Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller) | nindent 4 }}
+*/}}
+{{- define "slurm-cluster.container" -}}
+image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
+imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "image" .c.image) }}
+{{- with .c.args }}
+args:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.env }}
+env:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.securityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.volumeMounts }}
+volumeMounts:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Pod spec fields shared by every Slinky pod template, from component values: scheduling,
+priority class, pull secrets, pod security context and volumes.
+Usage: {{ $spec := include "slurm-cluster.podSpec" (dict "context" $ "c" .Values.controller) | fromYaml }}
+*/}}
+{{- define "slurm-cluster.podSpec" -}}
+{{- with .c.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (.c.priorityClassName | default .context.Values.priorityClassName) }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- include "slurm-cluster.imagePullSecrets" .context | nindent 0 }}
+{{- with .c.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.volumes }}
+volumes:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Pod template metadata (labels and annotations) of a Slinky object.
+Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.controller "component" "controller") | nindent 4 }}
+*/}}
+{{- define "slurm-cluster.podMetadata" -}}
+labels:
+  helm.sh/chart: {{ include "slurm-cluster.chart" .context }}
+  app.kubernetes.io/part-of: slurm
+  {{- with .c.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .c.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Names of the Slinky objects and of what the operator derives from them.
+*/}}
+{{- define "slurm-cluster.controller.name" -}}
+{{- include "slurm-cluster.base" . }}
+{{- end }}
+
+{{- /*
+Service the operator creates for slurmctld (port 6817).
+Usage: {{ include "slurm-cluster.controller.serviceName" . }}
+*/}}
+{{- define "slurm-cluster.controller.serviceName" -}}
+{{- printf "%s-controller" (include "slurm-cluster.controller.name" .) }}
+{{- end }}
+
+{{- define "slurm-cluster.restapi.name" -}}
+{{- include "slurm-cluster.base" . }}
+{{- end }}
+
+{{- /*
+Service the operator creates for slurmrestd (port 6820): "<base>-restapi". slurm-bridge points
+`sharedConfig.slurmRestApi` at http://<this>.<namespace>:6820.
+Usage: {{ include "slurm-cluster.restapi.serviceName" . }}
+*/}}
+{{- define "slurm-cluster.restapi.serviceName" -}}
+{{- printf "%s-restapi" (include "slurm-cluster.restapi.name" .) }}
+{{- end }}
+
+{{- define "slurm-cluster.accounting.name" -}}
+{{- include "slurm-cluster.base" . }}
+{{- end }}
+
+{{- /*
+NodeSet object name of a nodesets key: "<base>-worker-<key>".
+Usage: {{ include "slurm-cluster.nodeset.name" (dict "context" $ "name" $key) }}
+*/}}
+{{- define "slurm-cluster.nodeset.name" -}}
+{{- printf "%s-worker-%s" (include "slurm-cluster.base" .context) .name }}
+{{- end }}
+
+{{- /*
+LoginSet object name (and login Service name) of a loginsets key: "<base>-login-<key>".
+Usage: {{ include "slurm-cluster.loginset.name" (dict "context" $ "name" $key) }}
+*/}}
+{{- define "slurm-cluster.loginset.name" -}}
+{{- printf "%s-login-%s" (include "slurm-cluster.base" .context) .name }}
+{{- end }}
+
+{{- /*
+Secret holding slurm.key: slurmKey.existingSecret, else "<fullname>-slurm-key".
+Usage: {{ include "slurm-cluster.slurmKeySecretName" . }}
+*/}}
+{{- define "slurm-cluster.slurmKeySecretName" -}}
+{{- .Values.slurmKey.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "slurm-key")) }}
+{{- end }}
+
+{{- /*
+Secret holding jwt.key (HS256): jwtKey.existingSecret, else "<fullname>-jwt-key". Other charts
+(slurm-bridge Token, clients) reference it with key `jwtKey.key` (default "jwt.key").
+Usage: {{ include "slurm-cluster.jwtKeySecretName" . }}
+*/}}
+{{- define "slurm-cluster.jwtKeySecretName" -}}
+{{- .Values.jwtKey.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwt-key")) }}
+{{- end }}
+
+{{- /*
+Secret holding sssd.conf: sssd.existingSecret, else "<fullname>-sssd".
+Usage: {{ include "slurm-cluster.sssdSecretName" . }}
+*/}}
+{{- define "slurm-cluster.sssdSecretName" -}}
+{{- .Values.sssd.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd")) }}
+{{- end }}
+
+{{- /*
+Secret the Token writes: token.secretName, else "<fullname>-token-<username>".
+Usage: {{ include "slurm-cluster.token.secretName" . }}
+*/}}
+{{- define "slurm-cluster.token.secretName" -}}
+{{- .Values.token.secretName | default (include "slurm-cluster.componentName" (dict "context" . "suffix" (printf "token-%s" .Values.token.username))) }}
+{{- end }}
+
+{{- /*
+Whether the chart creates the key Secrets: not with an external controller (keys come from the
+external cluster) and not when an existing Secret is referenced.
+Usage: {{ if include "slurm-cluster.createSlurmKey" . }}
+*/}}
+{{- define "slurm-cluster.createSlurmKey" -}}
+{{- if and (not .Values.controller.external) (not .Values.slurmKey.existingSecret) }}true{{ end }}
+{{- end }}
+
+{{- define "slurm-cluster.createJwtKey" -}}
+{{- if and (not .Values.controller.external) (not .Values.jwtKey.existingSecret) }}true{{ end }}
+{{- end }}
+
+{{- /*
+A key Secret created once with random data, then re-emitted unchanged from `lookup`; immutable.
+Usage: {{ include "slurm-cluster.keySecret" (dict "context" . "name" $name "key" "slurm.key" "annotations" $a "component" "controller") }}
+*/}}
+{{- define "slurm-cluster.keySecret" -}}
+{{- $ns := include "slurm-cluster.namespace" .context }}
+{{- $existing := lookup "v1" "Secret" $ns .name }}
+{{- $data := dict }}
+{{- if and $existing $existing.data (hasKey $existing.data .key) }}
+{{- $data = $existing.data }}
+{{- else }}
+{{- $_ := set $data .key (randAscii 1024 | b64enc) }}
+{{- end }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .name }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "slurm-cluster.labels" (dict "context" .context "component" "auth") | nindent 4 }}
+  {{- with .annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+type: Opaque
+immutable: true
+data:
+  {{- toYaml $data | nindent 2 }}
+{{- end }}

@@ -1,0 +1,362 @@
+{{- /*
+SPDX-License-Identifier: Apache-2.0
+Slurm configuration helpers of the slurm-cluster chart: merged collections, slurm.conf lines,
+scheduling presets, GPUs and partitions.
+*/}}
+
+{{- /*
+A settings map as "Key=value" entries (sorted by key; lists joined with commas; empty values
+skipped), joined with .sep (default a newline).
+Usage: {{ include "slurm-cluster.confMap" (dict "map" .Values.slurmConf.extra) }}
+*/}}
+{{- define "slurm-cluster.confMap" -}}
+{{- $out := list }}
+{{- range $k, $v := .map }}
+{{- if kindIs "slice" $v }}
+{{- if $v }}{{- $out = append $out (printf "%s=%s" $k (join "," $v)) }}{{- end }}
+{{- else if kindIs "invalid" $v }}
+{{- else if and (kindIs "string" $v) (eq $v "") }}
+{{- else }}
+{{- $out = append $out (printf "%s=%s" $k (include "slurm-cluster.scalar" $v)) }}
+{{- end }}
+{{- end }}
+{{- join (.sep | default "\n") $out }}
+{{- end }}
+
+{{- /*
+A scalar as text; whole numbers (YAML numbers arrive as float64) print without an exponent.
+Usage: {{ include "slurm-cluster.scalar" $v }}
+*/}}
+{{- define "slurm-cluster.scalar" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) }}
+{{- int64 . }}
+{{- else }}
+{{- toString . }}
+{{- end }}
+{{- end }}
+
+{{- /*
+A parameter map as a comma list (SchedulerParameters, DependencyParameters): true renders the
+bare flag, false drops it, other values render key=value.
+Usage: {{ include "slurm-cluster.paramList" $map }}
+*/}}
+{{- define "slurm-cluster.paramList" -}}
+{{- $out := list }}
+{{- range $k, $v := . }}
+{{- if kindIs "bool" $v }}
+{{- if $v }}{{- $out = append $out $k }}{{- end }}
+{{- else if not (kindIs "invalid" $v) }}
+{{- $out = append $out (printf "%s=%s" $k (include "slurm-cluster.scalar" $v)) }}
+{{- end }}
+{{- end }}
+{{- join "," $out }}
+{{- end }}
+
+{{- /*
+Partition options (a one-line string or a map) plus an optional Topology=, as one line.
+Usage: {{ include "slurm-cluster.partitionOptions" (dict "config" $p.config "topology" $p.topology) }}
+*/}}
+{{- define "slurm-cluster.partitionOptions" -}}
+{{- $parts := list }}
+{{- if kindIs "map" .config }}
+{{- with (include "slurm-cluster.confMap" (dict "map" .config "sep" " ")) }}{{- $parts = append $parts . }}{{- end }}
+{{- else if .config }}
+{{- $parts = append $parts (trim (toString .config)) }}
+{{- end }}
+{{- with .topology }}{{- $parts = append $parts (printf "Topology=%s" .) }}{{- end }}
+{{- join " " $parts }}
+{{- end }}
+
+{{- /*
+NodeSets merged over nodesetDefaults, as YAML (name -> values, enabled ones only).
+Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
+*/}}
+{{- define "slurm-cluster.nodesets" -}}
+{{- $out := dict }}
+{{- range $name, $entry := (.Values.nodesets | default dict) }}
+{{- $ns := mergeOverwrite (dict) (deepCopy $.Values.nodesetDefaults) (deepCopy ($entry | default dict)) }}
+{{- if $ns.enabled }}
+{{- $_ := set $out $name $ns }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{- /*
+LoginSets merged over loginsetDefaults, as YAML (enabled ones only).
+Usage: {{ $loginsets := include "slurm-cluster.loginsets" . | fromYaml }}
+*/}}
+{{- define "slurm-cluster.loginsets" -}}
+{{- $out := dict }}
+{{- range $name, $entry := (.Values.loginsets | default dict) }}
+{{- $ls := mergeOverwrite (dict) (deepCopy $.Values.loginsetDefaults) (deepCopy ($entry | default dict)) }}
+{{- if $ls.enabled }}
+{{- $_ := set $out $name $ls }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{- /*
+Partitions merged over partitionDefaults, as YAML (enabled ones only).
+Usage: {{ $partitions := include "slurm-cluster.partitions" . | fromYaml }}
+*/}}
+{{- define "slurm-cluster.partitions" -}}
+{{- $out := dict }}
+{{- range $name, $entry := (.Values.partitions | default dict) }}
+{{- $p := mergeOverwrite (dict) (deepCopy $.Values.partitionDefaults) (deepCopy ($entry | default dict)) }}
+{{- if $p.enabled }}
+{{- $_ := set $out $name $p }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{- /*
+The GPUs of a merged NodeSet as YAML {vendor, type, count, gres, resource, autodetect, dra};
+empty when it has none. `gres` ("gpu:<type>:<count>" or "gpu:<count>") wins over type/count.
+Usage: {{ $gpu := include "slurm-cluster.nodeset.gpu" $nodeset | fromYaml }}
+*/}}
+{{- define "slurm-cluster.nodeset.gpu" -}}
+{{- $g := .gpu | default dict }}
+{{- $type := $g.type | default "" }}
+{{- $count := int ($g.count | default 0) }}
+{{- if $g.gres }}
+{{- $parts := splitList ":" $g.gres }}
+{{- if eq (len $parts) 3 }}
+{{- $type = index $parts 1 }}
+{{- $count = int (index $parts 2) }}
+{{- else if eq (len $parts) 2 }}
+{{- $type = "" }}
+{{- $count = int (index $parts 1) }}
+{{- end }}
+{{- end }}
+{{- if gt $count 0 }}
+{{- $vendor := $g.vendor | default "nvidia" }}
+vendor: {{ $vendor }}
+type: {{ $type | quote }}
+count: {{ $count }}
+gres: {{ ternary (printf "gpu:%s:%d" $type $count) (printf "gpu:%d" $count) (ne $type "") | quote }}
+resource: {{ ternary "amd.com/gpu" "nvidia.com/gpu" (eq $vendor "amd") | quote }}
+autodetect: {{ ternary "rsmi" "nvml" (eq $vendor "amd") }}
+dra: {{ $g.dra | default "" | quote }}
+{{- end }}
+{{- end }}
+
+{{- /*
+GPU vendors of the enabled NodeSets, as a sorted, de-duplicated comma list ("" without GPUs).
+Usage: {{ include "slurm-cluster.gpuVendors" . }}
+*/}}
+{{- define "slurm-cluster.gpuVendors" -}}
+{{- $vendors := list }}
+{{- range $name, $ns := (include "slurm-cluster.nodesets" . | fromYaml) }}
+{{- $gpu := include "slurm-cluster.nodeset.gpu" $ns | fromYaml }}
+{{- if $gpu.vendor }}{{- $vendors = append $vendors $gpu.vendor }}{{- end }}
+{{- end }}
+{{- join "," ($vendors | uniq | sortAlpha) }}
+{{- end }}
+
+{{- /*
+The slurmd --conf line of a merged NodeSet: the GPU Gres (first) and slurmdConf, space-separated.
+Usage: {{ include "slurm-cluster.nodeset.extraConf" $nodeset }}
+*/}}
+{{- define "slurm-cluster.nodeset.extraConf" -}}
+{{- $conf := deepCopy (.slurmdConf | default dict) }}
+{{- $gpu := include "slurm-cluster.nodeset.gpu" . | fromYaml }}
+{{- if $gpu.gres }}
+{{- $gres := list $gpu.gres }}
+{{- with (get $conf "Gres") }}
+{{- $gres = concat $gres (ternary . (list .) (kindIs "slice" .)) }}
+{{- end }}
+{{- $_ := set $conf "Gres" $gres }}
+{{- end }}
+{{- include "slurm-cluster.confMap" (dict "map" $conf "sep" " ") }}
+{{- end }}
+
+{{- /*
+Effective scheduling settings: the preset merged with the non-empty overrides, as YAML.
+Usage: {{ $s := include "slurm-cluster.scheduling" . | fromYaml }}
+*/}}
+{{- define "slurm-cluster.scheduling.preset" -}}
+{{- if eq . "fairshare" }}
+schedulerType: sched/backfill
+schedulerParameters:
+  bf_continue: true
+  bf_interval: 30
+  bf_max_job_test: 1000
+  bf_resolution: 300
+  bf_window: 4320
+  default_queue_depth: 1000
+priority:
+  type: priority/multifactor
+  decayHalfLife: "7-0"
+  maxAge: "7-0"
+  calcPeriod: ""
+  favorSmall: "NO"
+  flags: []
+  weights:
+    age: 1000
+    fairshare: 10000
+    jobSize: 1000
+    partition: 1000
+    qos: 5000
+  weightTRES: ""
+preemption:
+  type: preempt/qos
+  mode: REQUEUE
+  exemptTime: ""
+dependencyParameters:
+  kill_invalid_depend: true
+accountingEnforce: [associations, limits, qos, safe]
+{{- else if eq . "fifo" }}
+schedulerType: sched/builtin
+schedulerParameters: {}
+priority:
+  type: priority/basic
+  weights: {}
+preemption:
+  type: preempt/none
+dependencyParameters:
+  kill_invalid_depend: true
+accountingEnforce: [associations]
+{{- else }}
+schedulerParameters: {}
+priority:
+  weights: {}
+preemption: {}
+dependencyParameters: {}
+accountingEnforce: []
+{{- end }}
+{{- end }}
+
+{{- define "slurm-cluster.scheduling" -}}
+{{- $u := .Values.scheduling }}
+{{- $s := include "slurm-cluster.scheduling.preset" $u.preset | fromYaml }}
+{{- $prio := $s.priority | default dict }}
+{{- $pre := $s.preemption | default dict }}
+{{- with $u.schedulerType }}{{- $_ := set $s "schedulerType" . }}{{- end }}
+{{- $_ := set $s "schedulerParameters" (mergeOverwrite (dict) ($s.schedulerParameters | default dict) ($u.schedulerParameters | default dict)) }}
+{{- $_ := set $s "dependencyParameters" (mergeOverwrite (dict) ($s.dependencyParameters | default dict) ($u.dependencyParameters | default dict)) }}
+{{- range $k := list "type" "decayHalfLife" "maxAge" "calcPeriod" "favorSmall" "weightTRES" }}
+{{- with (get $u.priority $k) }}{{- $_ := set $prio $k . }}{{- end }}
+{{- end }}
+{{- with $u.priority.flags }}{{- $_ := set $prio "flags" . }}{{- end }}
+{{- $_ := set $prio "weights" (mergeOverwrite (dict) ($prio.weights | default dict) ($u.priority.weights | default dict)) }}
+{{- range $k := list "type" "mode" "exemptTime" }}
+{{- with (get $u.preemption $k) }}{{- $_ := set $pre $k . }}{{- end }}
+{{- end }}
+{{- $_ := set $s "priority" $prio }}
+{{- $_ := set $s "preemption" $pre }}
+{{- with $u.accountingEnforce }}{{- $_ := set $s "accountingEnforce" . }}{{- end }}
+{{- toYaml $s }}
+{{- end }}
+
+{{- /*
+slurm.conf lines of the scheduling policy.
+Usage: {{ include "slurm-cluster.scheduling.lines" . }}
+*/}}
+{{- define "slurm-cluster.scheduling.lines" -}}
+{{- $s := include "slurm-cluster.scheduling" . | fromYaml }}
+{{- $conf := dict }}
+{{- $_ := set $conf "SchedulerType" ($s.schedulerType | default "") }}
+{{- $_ := set $conf "SchedulerParameters" (include "slurm-cluster.paramList" ($s.schedulerParameters | default dict)) }}
+{{- $_ := set $conf "DependencyParameters" (include "slurm-cluster.paramList" ($s.dependencyParameters | default dict)) }}
+{{- $p := $s.priority | default dict }}
+{{- $_ := set $conf "PriorityType" ($p.type | default "") }}
+{{- $_ := set $conf "PriorityDecayHalfLife" ($p.decayHalfLife | default "") }}
+{{- $_ := set $conf "PriorityMaxAge" ($p.maxAge | default "") }}
+{{- $_ := set $conf "PriorityCalcPeriod" ($p.calcPeriod | default "") }}
+{{- $_ := set $conf "PriorityFavorSmall" ($p.favorSmall | default "") }}
+{{- $_ := set $conf "PriorityFlags" ($p.flags | default list) }}
+{{- $_ := set $conf "PriorityWeightTRES" ($p.weightTRES | default "") }}
+{{- $weightKeys := dict "age" "Age" "assoc" "Assoc" "fairshare" "Fairshare" "jobSize" "JobSize" "partition" "Partition" "qos" "QOS" }}
+{{- range $k, $v := ($p.weights | default dict) }}
+{{- $_ := set $conf (printf "PriorityWeight%s" (get $weightKeys $k)) (int64 $v) }}
+{{- end }}
+{{- $pre := $s.preemption | default dict }}
+{{- $_ := set $conf "PreemptType" ($pre.type | default "") }}
+{{- $_ := set $conf "PreemptMode" ($pre.mode | default "") }}
+{{- $_ := set $conf "PreemptExemptTime" ($pre.exemptTime | default "") }}
+{{- if .Values.accounting.enabled }}
+{{- $_ := set $conf "AccountingStorageEnforce" ($s.accountingEnforce | default list) }}
+{{- end }}
+{{- include "slurm-cluster.confMap" (dict "map" $conf) }}
+{{- end }}
+
+{{- /*
+Everything the chart adds to slurm.conf (Controller.spec.extraConf): scheduling, GRES, topology
+parameters, cross-NodeSet partitions, then the user's extra lines and map (which win).
+Usage: {{ include "slurm-cluster.controller.extraConf" . }}
+*/}}
+{{- define "slurm-cluster.controller.extraConf" -}}
+{{- $lines := list }}
+{{- with (include "slurm-cluster.scheduling.lines" .) }}
+{{- $lines = append $lines "# scheduling (slurm-cluster preset and overrides)" }}
+{{- $lines = concat $lines (splitList "\n" .) }}
+{{- end }}
+{{- if include "slurm-cluster.gpuVendors" . }}
+{{- $lines = append $lines "# GPUs (NodeSets with gpu)" }}
+{{- $lines = append $lines "GresTypes=gpu" }}
+{{- if .Values.accounting.enabled }}
+{{- $lines = append $lines "AccountingStorageTRES=gres/gpu" }}
+{{- end }}
+{{- end }}
+{{- with .Values.topology.params }}
+{{- $lines = append $lines (printf "TopologyParam=%s" (join "," .)) }}
+{{- end }}
+{{- $partitions := include "slurm-cluster.partitions" . | fromYaml }}
+{{- if $partitions }}
+{{- $lines = append $lines "# partitions" }}
+{{- range $name, $p := $partitions }}
+{{- $nodes := list }}
+{{- range $p.nodesets }}
+{{- $nodes = append $nodes (ternary "ALL" . (eq (upper .) "ALL")) }}
+{{- end }}
+{{- $line := printf "PartitionName=%s Nodes=%s" $name (join "," $nodes) }}
+{{- with (include "slurm-cluster.partitionOptions" (dict "config" $p.config "topology" $p.topology)) }}
+{{- $line = printf "%s %s" $line . }}
+{{- end }}
+{{- $lines = append $lines $line }}
+{{- end }}
+{{- end }}
+{{- if or .Values.slurmConf.extraLines .Values.slurmConf.extra }}
+{{- $lines = append $lines "# slurmConf (values)" }}
+{{- range .Values.slurmConf.extraLines }}{{- $lines = append $lines (toString .) }}{{- end }}
+{{- with (include "slurm-cluster.confMap" (dict "map" .Values.slurmConf.extra)) }}
+{{- $lines = concat $lines (splitList "\n" .) }}
+{{- end }}
+{{- end }}
+{{- join "\n" $lines }}
+{{- end }}
+
+{{- /*
+Generated config files (file name -> content): configFiles, plus gres.conf for GPU NodeSets
+(unless configFiles has one) and the inline topology.yaml.
+Usage: {{ $files := include "slurm-cluster.configFiles" . | fromYaml }}
+*/}}
+{{- define "slurm-cluster.configFiles" -}}
+{{- $files := deepCopy (.Values.configFiles | default dict) }}
+{{- $vendors := include "slurm-cluster.gpuVendors" . }}
+{{- if and $vendors (not (hasKey $files "gres.conf")) (not (contains "," $vendors)) }}
+{{- $_ := set $files "gres.conf" (printf "# generated by slurm-cluster: GPUs of the %s NodeSets\nAutoDetect=%s\n" $vendors (ternary "rsmi" "nvml" (eq $vendors "amd"))) }}
+{{- end }}
+{{- with .Values.topology.yaml }}
+{{- $_ := set $files "topology.yaml" . }}
+{{- end }}
+{{- toYaml $files }}
+{{- end }}
+
+{{- /*
+Topology names declared in the inline topology.yaml (empty list when none or not parseable).
+Usage: {{ $names := include "slurm-cluster.topologyNames" . | fromYamlArray }}
+*/}}
+{{- define "slurm-cluster.topologyNames" -}}
+{{- $names := list }}
+{{- with .Values.topology.yaml }}
+{{- $doc := fromYamlArray . }}
+{{- range $doc }}
+{{- if and (kindIs "map" .) .topology }}{{- $names = append $names (toString .topology) }}{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml $names }}
+{{- end }}
