@@ -38,6 +38,7 @@ from slinky_topology.model import (
     TopologyRequest,
     TreeSpec,
     TreeSwitch,
+    is_safe_name,
     natural_key,
 )
 from slinky_topology.validate import validate_fabric
@@ -46,6 +47,7 @@ __all__ = ["ConfKind", "Plan", "PlannedTopology", "default_requests", "plan"]
 
 ConfKind = Literal["tree", "block"]
 MAX_BLOCK_LEVEL = 15
+_DOMAIN_KEY = "\x00"  # marks a domain group (sub-domain blocks) in the layout trie
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,23 +301,48 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
             for d in names
             if scoped.get(d) or not any(n.state != "absent" for n in all_nodes.get(d, ()))
         }
-    sizes: dict[str, int] = {}
-    for d in names:
-        expected = declared[d].slots if d in declared else None
-        sizes[d] = max(expected or 0, len(all_nodes.get(d, ())), 1)
-
+    # unit name -> (node slots, in-scope member names)
+    units_of: dict[str, tuple[int, list[str]]] = {}
     root = _Group()
     for d in names:
         home = declared[d].switch if d in declared else None
         if home is not None:
-            path = ctx.path(home)
+            path: tuple[str, ...] = ctx.path(home)
         else:
             paths = [ctx.path(n.leaf) for n in all_nodes.get(d, ()) if n.leaf is not None]
             path = _common_prefix(paths)
+        expected = declared[d].slots if d in declared else None
+        subs = sorted({n.subdomain or "" for n in all_nodes.get(d, ())}, key=natural_key)
+        if req.source == "subdomain" and any(subs):
+            # One base block per sub-domain; the domain's blocks share one aligned window.
+            path = (*path, _DOMAIN_KEY + d)
+            for s in subs:
+                unit = f"{d}.{s}" if s else d
+                members = [n for n in all_nodes[d] if (n.subdomain or "") == s]
+                scoped_names = set(scoped.get(d, ()))
+                units_of[unit] = (len(members), [n.name for n in members if n.name in scoped_names])
+        else:
+            units_of[d] = (max(expected or 0, len(all_nodes.get(d, ())), 1), scoped.get(d, []))
+            subs = [""]
         group = root
-        for sw in path:
-            group = group.children.setdefault(sw, _Group())
-        group.units.append(d)
+        for key in path:
+            group = group.children.setdefault(key, _Group())
+        group.units.extend(f"{d}.{s}" if s else d for s in subs)
+    bad_names = sorted(u for u in units_of if not is_safe_name(u))
+    if bad_names:
+        raise ValidationError(
+            [
+                Finding(
+                    "error",
+                    f"block {u!r}",
+                    "domain.subdomain is not a safe block name",
+                    fix="use shorter domain/partition ids",
+                )
+                for u in bad_names
+            ],
+            what=f"topology {req.name}",
+        )
+    sizes = {u: size for u, (size, _) in units_of.items()}
     slots = _layout(root)
 
     if req.block_sizes is not None:
@@ -329,7 +356,7 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         level = min(max(widest, 1).bit_length() - 1, MAX_BLOCK_LEVEL)
         block_sizes = tuple(base << j for j in range(level + 1))
     base = block_sizes[0]
-    too_big = [d for d in sorted(names, key=natural_key) if sizes[d] > base]
+    too_big = [d for d in sorted(sizes, key=natural_key) if sizes[d] > base]
     if too_big:
         raise ValidationError(
             [
@@ -352,18 +379,18 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     total = max(-(-used // top) * top, 1)
     slots = (slots[:used] + [None] * total)[:total]
 
-    taken = set(names)
+    taken = set(units_of)
     blocks: list[Block] = []
-    for index, unit in enumerate(slots):
-        if unit is None:
+    for index, slot in enumerate(slots):
+        if slot is None:
             pad = f"pad{index:04d}"
             while pad in taken:
                 pad += "x"
             taken.add(pad)
             blocks.append(Block(pad))
         else:
-            blocks.append(Block(unit, hostlist.sort_hosts(scoped.get(unit, ()))))
-    units = {n: d for d, members in scoped.items() if d in names for n in members}
+            blocks.append(Block(slot, hostlist.sort_hosts(units_of[slot][1])))
+    units = {n: u for u, (_, members) in units_of.items() for n in members}
     topo = Topology(req.name, req.cluster_default, BlockSpec(tuple(block_sizes), tuple(blocks)))
     return PlannedTopology(topo, units)
 

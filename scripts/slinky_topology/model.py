@@ -20,6 +20,7 @@ from typing import Literal
 __all__ = [
     "NAME_RE",
     "Block",
+    "BlockSource",
     "BlockSpec",
     "Fabric",
     "FlatSpec",
@@ -41,6 +42,7 @@ __all__ = [
 NodeState = Literal["up", "down", "absent"]
 TopologyKind = Literal["tree", "block", "flat"]
 Shape = Literal["static", "dynamic"]
+BlockSource = Literal["domain", "subdomain"]
 
 #: Names we generate and accept for switches, blocks, domains and topologies: hostlist-safe,
 #: free of Slurm config syntax (``, : = # [ ]`` and whitespace), at most 64 characters.
@@ -115,7 +117,8 @@ class TopologyRequest:
     """One topology to emit.
 
     ``block_sizes`` ``None`` means infer; ``max_tiers`` keeps only the lowest tiers of a tree;
-    ``partitions`` restricts the topology to nodes of those Slurm partitions.
+    ``partitions`` restricts the topology to nodes of those Slurm partitions. ``source``
+    ``subdomain`` makes one base block per NVLink partition (clique) instead of per domain.
     """
 
     name: str
@@ -124,6 +127,7 @@ class TopologyRequest:
     block_sizes: tuple[int, ...] | None = None
     max_tiers: int | None = None
     partitions: tuple[str, ...] = ()
+    source: BlockSource = "domain"
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,6 +124,7 @@ def fabric_from_data(data: Any, location: str = "<fabric>") -> Fabric:
                 block_sizes=None if sizes == "auto" else tuple(sizes),
                 max_tiers=t.get("maxTiers"),
                 partitions=tuple(t.get("partitions", ())),
+                source=t.get("source", "domain"),
             )
         )
     return Fabric(

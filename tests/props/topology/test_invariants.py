@@ -70,7 +70,7 @@ def _paths(fabric: Fabric) -> dict[str, tuple[str, ...]]:
     return out
 
 
-@given(fabrics(with_partitions=True))
+@given(st.booleans().flatmap(lambda c: fabrics(with_partitions=True, cliques=c)))
 def test_block_partition(fabric: Fabric) -> None:
     """f.4.1: in every block topology each in-scope node is in exactly one block, and the union of
     the blocks is exactly the in-scope nodes."""
@@ -81,22 +81,27 @@ def test_block_partition(fabric: Fabric) -> None:
     assert all(c == 1 for c in listed.values())
 
 
-@given(fabrics())
+@given(st.booleans().flatmap(lambda c: fabrics(cliques=c)))
 def test_domain_purity(fabric: Fabric) -> None:
-    """f.4.2: no base block mixes nodes of two NVLink domains, and each domain's nodes sit in one
-    block (so a domain's blocks are trivially consecutive)."""
+    """f.4.2: no base block mixes nodes of two NVLink domains (nor two partitions when blocks are
+    per partition), and a domain's blocks are consecutive."""
     spec = _block(plan(fabric))
-    domain_of = {n.name: n.domain for n in fabric.nodes}
-    seen: dict[str, int] = {}
+    per_clique = fabric.topologies[1].source == "subdomain"
+    unit_of = {n.name: (n.domain, n.subdomain if per_clique else None) for n in fabric.nodes}
+    where: dict[str, list[int]] = defaultdict(list)
     for index, block in enumerate(spec.blocks):
-        domains = {domain_of[n] for n in block.nodes}
-        assert len(domains) <= 1
-        for d in domains:
-            assert d is not None
-            assert seen.setdefault(d, index) == index
+        units = {unit_of[n] for n in block.nodes}
+        assert len(units) <= 1
+        domain = block.name.split(".")[0]
+        for d, _ in units:
+            assert d == domain
+        if any(block.name == d.name or block.name.startswith(d.name + ".") for d in fabric.domains):
+            where[domain].append(index)
+    for indices in where.values():
+        assert indices == list(range(indices[0], indices[0] + len(indices)))
 
 
-@given(fabrics())
+@given(st.booleans().flatmap(lambda c: fabrics(cliques=c)))
 def test_block_sizes_valid(fabric: Fabric) -> None:
     """f.4.3: BlockSizes strictly increase, each is base x 2^k with k <= 15, base > 0, and no
     block holds more nodes than the base size."""
@@ -212,7 +217,10 @@ def test_ancestors_preserved(fabric: Fabric) -> None:
         assert tuple(reversed(chain)) == inputs[node.leaf]
 
 
-@given(fabrics(with_partitions=True), st.sampled_from(["static", "dynamic"]))
+@given(
+    st.booleans().flatmap(lambda c: fabrics(with_partitions=True, cliques=c)),
+    st.sampled_from(["static", "dynamic"]),
+)
 def test_round_trip(fabric: Fabric, shape: str) -> None:
     """f.4.8: parse(generate(m)) == m for topology.yaml, tree topology.conf and block
     topology.conf, and generate(parse(t)) == t (canonical text is a fixed point)."""
@@ -294,7 +302,7 @@ def test_safe_names(fabric: Fabric, shape: str) -> None:
     assert all(next(iter(item)) == "topology" for item in loaded)
 
 
-@given(fabrics(with_partitions=True))
+@given(st.booleans().flatmap(lambda c: fabrics(with_partitions=True, cliques=c)))
 def test_annotations_name_existing_units(fabric: Fabric) -> None:
     """f.4.12: every per-node Topology= string parses, names only topologies and units present in
     the skeleton file, and agrees with the node's place in the static file; absent nodes get no

@@ -19,11 +19,14 @@ PREFIXES = ("gpu", "n", "node-", "r1n", "x")
 
 
 @st.composite
-def fabrics(draw: st.DrawFn, max_racks: int = 12, with_partitions: bool = False) -> Fabric:
+def fabrics(
+    draw: st.DrawFn, max_racks: int = 12, with_partitions: bool = False, cliques: bool = False
+) -> Fabric:
     """A switch tree (1-3 tiers, 1-2 roots) with NVLink racks hanging from leaves.
 
     Every domain is declared (with slots) and sits under one leaf, so its placement depends only
-    on the switch tree. Some nodes are absent, some have no domain (CPU nodes).
+    on the switch tree. Some nodes are absent, some have no domain (CPU nodes). ``cliques``:
+    nodes get NVLink partitions and the block topology makes one block per partition.
     """
     tiers = draw(st.integers(1, 3))
     n_roots = draw(st.integers(1, 2))
@@ -57,12 +60,20 @@ def fabrics(draw: st.DrawFn, max_racks: int = 12, with_partitions: bool = False)
             state: NodeState = draw(st.sampled_from(("up", "up", "up", "down", "absent")))
             parts = ("gpu",) if draw(st.booleans()) or not with_partitions else ("other",)
             name = f"{prefix}{counter:0{width}d}"
-            nodes.append(Node(name, leaf=leaf, domain=dname, state=state, partitions=parts))
+            clique = draw(st.sampled_from((None, "1", "2"))) if cliques else None
+            nodes.append(
+                Node(name, leaf=leaf, domain=dname, subdomain=clique, state=state, partitions=parts)
+            )
     for c in range(draw(st.integers(0, 3))):
         nodes.append(Node(f"cpu{c}", leaf=draw(st.sampled_from(leaves)), partitions=("cpu",)))
     topologies = (
         TopologyRequest("fabric", "tree", cluster_default=True),
-        TopologyRequest("nvl", "block", partitions=("gpu",) if with_partitions else ()),
+        TopologyRequest(
+            "nvl",
+            "block",
+            partitions=("gpu",) if with_partitions else (),
+            source="subdomain" if cliques else "domain",
+        ),
         TopologyRequest("all", "flat"),
     )
     return Fabric(

@@ -213,3 +213,24 @@ def test_default_requests() -> None:
 def test_fabric_errors(fabric: Fabric, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         plan(fabric)
+
+
+def test_subdomain_blocks_keep_a_domain_together() -> None:
+    """source: subdomain - one base block per clique; a rack's cliques share one aligned window."""
+    nodes = (
+        *(Node(f"g{i:02d}", leaf="leaf01", domain="rackA", subdomain="1") for i in range(1, 4)),
+        Node("g04", leaf="leaf01", domain="rackA", subdomain="2"),
+        *(Node(f"g{i:02d}", leaf="leaf01", domain="rackB", subdomain="1") for i in range(5, 8)),
+        Node("g08", leaf="leaf01", domain="rackC"),
+    )
+    reqs = (TopologyRequest("c", "block", cluster_default=True, source="subdomain"),)
+    p = plan(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+    spec = _blocks(Fabric(switches=SPINE, nodes=nodes, topologies=reqs), "c")
+    assert [(b.name, len(b.nodes)) for b in spec.blocks] == [
+        ("rackA.1", 3),
+        ("rackA.2", 1),
+        ("rackB.1", 3),
+        ("rackC", 1),
+    ]
+    assert spec.block_sizes == (3, 6, 12)
+    assert p.specs()["g04"] == "c:rackA.2"
