@@ -87,18 +87,19 @@ How a controller runs, and why several can run at once:
   controller sees its own ``/srv/slinky/etc/slurm.conf`` (clients get ``SLURM_CONF``), state folder
   and ``/run/slurmctld/sack.socket`` (auth/slurm hands local clients their tokens through that
   socket; with a shared ``/run`` a client would get a token from the wrong controller and fail with
-  "Protocol authentication error"). No mount outlives its process, even on SIGKILL. slurmctld needs
-  neither ``/proc`` nor ``/dev`` mounted (debootstrap creates the device nodes it uses) as long as
-  it is started by absolute path.
+  "Protocol authentication error"). No mount outlives its process, even on SIGKILL. Clients need
+  neither ``/proc`` nor ``/dev`` mounted (debootstrap creates the device nodes).
 * ``/usr/sbin/slurmctld-wlm -D -i -f /srv/slinky/etc/slurm.conf`` (foreground, ignore state; the
-  ``-wlm-emulator`` build with ``emulator=True``) runs in its own process group and UTS namespace
-  (host name ``slurmctld``, 127.0.0.1 in the chroot's ``/etc/hosts``), on a free port from
-  20000-29999 (``SlurmctldPort``; a distinct ``SlurmdPort``). Start-up waits until ``scontrol ping``
-  answers: about 0.1 s (0.3 s with file writing) on the project's 2-core machines.
-* On exit the whole process group gets SIGTERM (SIGKILL after 10 s), also when the body raised.
-  Emulated slurmd are stopped first; each runs in its own PID namespace with a fresh ``/proc``, so
-  its job steps die with it, also when the test process is killed. A slurmctld outlives a test
-  process killed with SIGKILL (nothing else leaks: mounts die with their namespaces).
+  ``-wlm-emulator`` build with ``emulator=True``; started by absolute path, else it needs
+  ``/proc/self/exe``) runs in its own process group, UTS namespace (host name ``slurmctld``,
+  127.0.0.1 in the chroot's ``/etc/hosts``) and PID namespace with a fresh ``/proc``, on a free
+  port from 20000-29999 (``SlurmctldPort``; a distinct ``SlurmdPort``). Start-up waits until
+  ``scontrol ping`` answers: about 0.1 s (0.3 s with file writing) on the project's 2-core machines.
+* On exit emulated slurmd are stopped, then slurmctld's process group gets SIGTERM (it saves state
+  and exits; SIGKILL after 10 s), also when the body raised. Each daemon's PID namespace is tied
+  to the test process (``unshare --kill-child`` plus a parent-death signal; a shell stays the
+  namespace's first process because slurmctld's switch to ``SlurmUser`` would clear that signal),
+  so daemons and job steps die even when the test process is killed with SIGKILL.
 * ``scontrol show ...`` exits 0 even when the request failed; :class:`CommandResult` ``.ok`` (and so
   ``check=True``) also treats an ``error`` on stderr as a failure.
 
@@ -410,6 +411,7 @@ class SlurmCtld:
         self.slurmd_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._slurmds: dict[str, subprocess.Popen[bytes]] = {}
+        self._pid = 0
 
     # --- processes -------------------------------------------------------------------------------
 
@@ -420,6 +422,7 @@ class SlurmCtld:
         hostname: str | None = None,
         run_dir: Path | None = None,
         own_pids: bool = False,
+        shell_init: bool = False,
     ) -> list[str]:
         # /run is per controller too: slurmctld serves auth/slurm tokens to local clients on
         # /run/slurmctld/sack.socket, and a shared /run would let clients ask the wrong controller.
@@ -430,11 +433,12 @@ class SlurmCtld:
             binds=binds,
             hostname=hostname,
             cwd=MOUNT_POINT,  # job output files and the like land in the work folder
-            # slurmd (root) gets its own PID namespace and /proc: its job steps die with it.
-            # Not slurmctld: it drops to SlurmUser, which clears the parent-death signal that
-            # ties a PID namespace to us, so it is stopped through its process group instead.
+            # Daemons get their own PID namespace, tied to this process by a parent-death signal
+            # (unshare --kill-child), so they and their children die even if we are SIGKILLed.
+            # slurmctld drops to SlurmUser, which clears that signal: a shell stays init for it.
             proc=own_pids,
             pid_ns=own_pids,
+            shell_init=shell_init,
         )
 
     def _client(self, name: str) -> str:
@@ -478,8 +482,12 @@ class SlurmCtld:
 
     @property
     def pid(self) -> int:
-        """Pid of the slurmctld process (also its process group id)."""
-        return self._proc.pid if self._proc is not None else 0
+        """Host pid of the slurmctld process (0 when not found)."""
+        if self._proc is None:
+            return 0
+        if not self._pid:
+            self._pid = _find_descendant(self._proc.pid, "slurmctld")
+        return self._pid
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -676,14 +684,16 @@ class SlurmCtld:
             if not (self.root / "usr/sbin" / daemon).exists():
                 daemon = "slurmctld"
             argv = ["/usr/sbin/" + daemon, "-D", "-i", "-f", CONF_PATH]
+            self._pid = 0
             with (self.workdir / "slurmctld.stderr").open("wb") as err:
                 self._proc = subprocess.Popen(
-                    self._argv(argv, hostname=HOSTNAME),
+                    self._argv(argv, hostname=HOSTNAME, own_pids=True, shell_init=True),
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     env=dict(CHROOT_ENV),
+                    preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; unshare is root)
                 )
             try:
                 self._wait_ready()
@@ -747,6 +757,26 @@ def _stop_group(proc: subprocess.Popen[bytes], *, grace: float) -> int:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything the daemon left in its group
     return proc.returncode
+
+
+def _find_descendant(ancestor: int, exe_prefix: str) -> int:
+    """Host pid of the first descendant of ``ancestor`` whose executable starts with the prefix."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            stat = (entry / "stat").read_text()
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    for pid in sorted(parents):
+        up, hops = parents.get(pid), 0
+        while up and up != ancestor and hops < 8:
+            up, hops = parents.get(up), hops + 1
+        if up == ancestor:
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/exe").resolve().name.startswith(exe_prefix):
+                    return pid
+    return 0
 
 
 def _last_problem(log: str) -> str:

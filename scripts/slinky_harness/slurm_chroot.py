@@ -159,6 +159,7 @@ def chroot_argv(
     hostname: str | None = None,
     pid_ns: bool = False,
     cwd: str | None = None,
+    shell_init: bool = False,
 ) -> list[str]:
     """Command line that runs ``argv`` chrooted into ``root`` in a private mount namespace.
 
@@ -167,7 +168,9 @@ def chroot_argv(
     sets the host name. All mounts belong to the new namespace and vanish with the process. The
     final ``exec`` keeps the pid, so the pid of the returned command is the pid of ``argv[0]``.
     ``pid_ns`` runs it in a new PID namespace whose processes all die with ``unshare`` (the pid is
-    then ``unshare``'s). ``cwd``: working folder inside the chroot (default ``/``).
+    then ``unshare``'s). ``cwd``: working folder inside the chroot (default ``/``). ``shell_init``
+    (with ``pid_ns``): keep the shell as the namespace's first process (it ignores SIGTERM, the
+    command gets it from the process group) for commands that drop privileges.
     """
     steps = ["set -e"]
     if hostname is not None:
@@ -178,7 +181,10 @@ def chroot_argv(
     if proc:
         steps.append(f"mount -t proc proc {shlex.quote(str(root / 'proc'))}")
     chdir = f" env --chdir={shlex.quote(cwd)}" if cwd else ""
-    steps.append(f'exec chroot {shlex.quote(str(root))}{chdir} "$@"')
+    run = f'chroot {shlex.quote(str(root))}{chdir} "$@"'
+    # shell_init: the shell stays as the PID namespace's first process and runs the command as its
+    # child; needed when the command changes its user id (that clears the parent-death signal).
+    steps.append(f"{run} & wait $!" if shell_init else f"exec {run}")
     unshare = ["unshare", "--mount", "--propagation", "private"]
     if hostname is not None:
         unshare.append("--uts")
