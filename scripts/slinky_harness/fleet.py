@@ -24,11 +24,13 @@ A fleet file is YAML::
         taints: []                      # v1 Taint objects
 
 Label and annotation values and the GPU clique are formatted with the same fields as the
-name pattern. ``Fleet.nodes()`` turns the file into ``v1.Node`` manifests that kwok manages.
+name pattern. ``Fleet.nodes()`` turns the file into ``v1.Node`` manifests that kwok manages;
+each gets a distinct InternalIP from 10.128.0.0/9 (pods get IPs from kwok's own range).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,8 @@ import yaml
 
 GROUP_LABEL = "slinky.dev/node-group"
 """Label every fleet node carries with its group name."""
+NODE_IP_BASE = ipaddress.IPv4Address("10.128.0.0")
+"""Node n of the fleet (counting from 1 across groups) gets InternalIP ``NODE_IP_BASE + n``."""
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GROUP_KEYS = {
@@ -126,9 +130,11 @@ class Fleet:
     def nodes(self, kubelet_version: str = "fake") -> list[dict[str, Any]]:
         """``v1.Node`` manifests (status included: kwok keeps capacity and allocatable)."""
         manifests: list[dict[str, Any]] = []
+        ordinal = 0
         for group in self.groups:
             for index, name in enumerate(group.node_names()):
                 fields = group.fields(index)
+                ordinal += 1
                 labels = {
                     "kubernetes.io/hostname": name,
                     "kubernetes.io/os": "linux",
@@ -159,6 +165,10 @@ class Fleet:
                     "status": {
                         "capacity": capacity,
                         "allocatable": dict(capacity),
+                        "addresses": [
+                            {"type": "InternalIP", "address": str(NODE_IP_BASE + ordinal)},
+                            {"type": "Hostname", "address": name},
+                        ],
                         "nodeInfo": {
                             "architecture": "amd64",
                             "operatingSystem": "linux",

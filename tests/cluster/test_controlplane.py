@@ -74,6 +74,12 @@ def test_fleet_nodes_are_ready_with_gpus_and_labels(core: Any, fleet: Fleet) -> 
         assert labels["nvidia.com/gpu.count"] == "8"
         rack = labels["topology.slinky.dev/rack"]
         assert labels["nvidia.com/gpu.clique"].endswith(f"{rack[-1]}.1")
+    addresses = {
+        name: {a.type: a.address for a in node.status.addresses} for name, node in nodes.items()
+    }
+    assert all(a["Hostname"] == name for name, a in addresses.items())
+    internal_ips = [a["InternalIP"] for a in addresses.values()]
+    assert len(set(internal_ips)) == len(internal_ips)
     racks = sorted(n.metadata.labels["topology.slinky.dev/rack"] for n in gpu_nodes)
     assert racks == ["rack-0", "rack-0", "rack-1", "rack-1"]
     cpu_node = nodes["cpu-01"]
@@ -113,6 +119,8 @@ def test_deployment_pods_run_on_matching_gpu_nodes(core: Any, apps: Any, namespa
         assert all(c.ready for c in pod.status.container_statuses)
         node = core.read_node(pod.spec.node_name)
         assert node.metadata.labels["nvidia.com/gpu.product"] == GPU_PRODUCT
+        internal = [a.address for a in node.status.addresses if a.type == "InternalIP"]
+        assert pod.status.host_ip == internal[0]
         hosts.add(pod.spec.node_name)
     # 8 GPUs per node and 8 per pod: the scheduler must spread them one per node.
     assert len(hosts) == 3
