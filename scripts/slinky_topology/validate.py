@@ -327,6 +327,21 @@ def validate_fabric(fabric: Fabric) -> list[Finding]:
                     fix="give nodes an nvlinkDomain or use a tree/flat topology",
                 )
             )
+    present = [n for n in fabric.nodes if n.state != "absent"]
+    requested = {r.kind for r in reqs} if reqs else {"tree", "block"}
+    for kind, attr, what in (("tree", "leaf", "leaf switch"), ("block", "domain", "NVLink domain")):
+        missing = sorted((n.name for n in present if getattr(n, attr) is None), key=natural_key)
+        if kind in requested and missing and len(missing) < len(present):
+            sample = ", ".join(missing[:5])
+            out.append(
+                Finding(
+                    "warning",
+                    f"fabric {fabric.name}",
+                    f"{len(missing)} nodes have no {what} and stay out of {kind} "
+                    f"topologies ({sample})",
+                    fix=f"give them a {what} if they should be placed",
+                )
+            )
     if fabric.switches and not has_leaf and fabric.nodes:
         out.append(
             Finding(

@@ -311,7 +311,10 @@ def read_cluster_nodes(api: Any | None = None, label_selector: str | None = None
             kwargs["label_selector"] = label_selector
         if token:
             kwargs["_continue"] = token
-        page = api.list_node(**kwargs)
+        try:
+            page = api.list_node(**kwargs)
+        except Exception as exc:  # the client raises ApiException, urllib3 and socket errors
+            raise InputError(f"listing Nodes failed: {exc}") from None
         out.extend(api.api_client.sanitize_for_serialization(i) for i in page.items)
         token = getattr(page.metadata, "_continue", None)
         if not token:

@@ -208,3 +208,12 @@ def test_old_slurm_version_rejects_yaml(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["generate", "--fabric", str(fabric), "--format", "topology.conf-tree"]) == 0
     assert main(["annotations", "--fabric", str(fabric), "--format", "topology.conf-tree"]) == 1
     assert "dynamic topology" in capsys.readouterr().err
+
+
+def test_unplaced_nodes_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["generate", "--from-nodes", NODES]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "warning: fabric cluster: 1 nodes have no NVLink domain and stay out of block "
+        "topologies (cpu-01) (fix: give them a NVLink domain if they should be placed)\n"
+    )

@@ -350,3 +350,14 @@ def test_ibnetdiscover_three_tiers_and_names() -> None:
         ibnetdiscover.fabric_from_ibnetdiscover("garbage line\n", "x")
     with pytest.raises(InputError, match="no Switch or Ca records"):
         ibnetdiscover.fabric_from_ibnetdiscover("vendid=0x2c9\n")
+
+
+def test_read_cluster_nodes_wraps_client_errors() -> None:
+    class BrokenApi:
+        api_client = SimpleNamespace(sanitize_for_serialization=lambda obj: obj)
+
+        def list_node(self, **kwargs: Any) -> Any:
+            raise RuntimeError("403 Forbidden")
+
+    with pytest.raises(InputError, match="listing Nodes failed: 403 Forbidden"):
+        k8s_nodes.read_cluster_nodes(BrokenApi())
