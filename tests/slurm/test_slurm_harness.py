@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -216,3 +218,36 @@ def test_mirror_parsing_both_apt_formats(tmp_path: Path, monkeypatch: pytest.Mon
         debian_mirror(empty)
     monkeypatch.setenv("SLINKY_DEBIAN_MIRROR", "http://override.example/debian/")
     assert debian_mirror(empty) == "http://override.example/debian"
+
+
+def test_killed_test_process_leaves_no_daemon(
+    slurm_root: Path, slurm_data: Path, tmp_path: Path
+) -> None:
+    """SIGKILL of the process holding a controller (and slurmd) kills them too: no orphans."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from slinky_harness.slurm import slurmctld\n"
+        "files, root, work = (Path(a) for a in sys.argv[1:4])\n"
+        "with slurmctld(files, root=root, workdir=work) as c:\n"
+        "    print(c.pid, flush=True)\n"
+        "    time.sleep(300)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(slurm_data / "tree"), str(slurm_root), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        pid = int(holder.stdout.readline())
+        assert pid > 0 and _pid_alive(pid)
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    deadline = time.monotonic() + 10
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _pid_alive(pid)
