@@ -133,3 +133,22 @@ def test_check_load_accepts_every_good_folder(slurm_root: Path, slurm_data: Path
         if yaml_file.exists():
             names = {t.name for t in parse_topology_yaml(yaml_file.read_text())}
             assert names <= set(result.topologies)
+
+
+def test_reconfigure_applies_a_new_topology_file(start_ctld: CtldFactory, slurm_data: Path) -> None:
+    """Content changes apply on ``scontrol reconfigure`` (how Slinky's sidecar applies them)."""
+    text = (slurm_data / "tree/topology.conf").read_text()
+    before = parse_topology_conf(text)
+    assert isinstance(before, TreeTopology)
+    # one more tier: a new top switch over the current roots
+    roots = [s for s in before.children if not any(s in c for c in before.children.values())]
+    changed = text + f"SwitchName=top Switches={','.join(roots)}\n"
+    after = parse_topology_conf(changed)
+    assert isinstance(after, TreeTopology)
+    with start_ctld(slurm_data / "tree") as ctld:
+        assert_tree_matches(ctld.show_topology(), before)
+        pid = ctld.pid
+        ctld.write_file("topology.conf", changed)
+        ctld.reconfigure()
+        assert_tree_matches(ctld.show_topology(), after)
+        assert ctld.alive() and ctld.pid == pid
