@@ -141,9 +141,11 @@ def validate_fabric(fabric: Fabric) -> list[Finding]:
         ("domain", [d.name for d in fabric.domains]),
         ("node", [n.name for n in fabric.nodes]),
     ):
-        for name in sorted(set(names), key=natural_key):
+        bad = [n for n in set(names) if len(n) > MAX_NAME_LEN or not is_safe_name(n)]
+        for name in sorted(bad, key=natural_key):
             out.extend(_name_findings(kind, name, None))
-        for name, count in sorted(Counter(names).items()):
+        counts = Counter(names)
+        for name, count in sorted((k, v) for k, v in counts.items() if v > 1):
             if count > 1:
                 err(
                     Finding(
