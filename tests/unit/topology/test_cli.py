@@ -10,6 +10,7 @@ import yaml
 
 from slinky_topology import pipeline, validate
 from slinky_topology.cli import main, write_atomic
+from slinky_topology.sources import k8s_nodes
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
 NODES = str(DATA / "nodes" / "gfd-nodes.json")
@@ -217,3 +218,35 @@ def test_unplaced_nodes_are_reported(capsys: pytest.CaptureFixture[str]) -> None
         "warning: fabric cluster: 1 nodes have no NVLink domain and stay out of block "
         "topologies (cpu-01) (fix: give them a NVLink domain if they should be placed)\n"
     )
+
+
+def test_from_cluster_uses_the_api_reader(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str | None] = []
+    items = json.loads(Path(NODES).read_text())["items"]
+
+    def fake_reader(api: object = None, label_selector: str | None = None) -> list[object]:
+        seen.append(label_selector)
+        return list(items)
+
+    monkeypatch.setattr(k8s_nodes, "read_cluster_nodes", fake_reader)
+    assert (
+        main(["annotations", "--from-cluster", "--node-selector", "nvidia.com/gpu.present=true"])
+        == 0
+    )
+    assert seen == ["nvidia.com/gpu.present=true"]
+    assert "cpu-01" not in json.loads(capsys.readouterr().out)
+
+
+def test_node_order_does_not_change_output(tmp_path: Path) -> None:
+    doc = json.loads((DATA / "nodes" / "topograph-nodes.json").read_text())
+    shuffled = tmp_path / "nodes.json"
+    doc["items"] = doc["items"][::-1][1::2] + doc["items"][::-1][0::2]
+    shuffled.write_text(json.dumps(doc))
+    outs: list[str] = []
+    for path in (str(DATA / "nodes" / "topograph-nodes.json"), str(shuffled)):
+        target = tmp_path / f"out{len(outs)}.yaml"
+        assert main(["generate", "--from-nodes", path, "--shape", "static", "-o", str(target)]) == 0
+        outs.append(target.read_text())
+    assert outs[0] == outs[1]
