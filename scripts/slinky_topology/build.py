@@ -105,7 +105,7 @@ class Plan:
                 if node.state != "absent":
                     unit = units.get(node.name)
                     out[node.kube_name] = f"default:{unit}" if unit else ""
-            return out
+            return dict(sorted(out.items()))
         for node in self.fabric.nodes:
             if node.state == "absent":
                 continue

@@ -255,7 +255,7 @@ def _emit(output: Output, args: argparse.Namespace, fresh_hint: str) -> int:
     return 0
 
 
-def _hint(args: argparse.Namespace, argv: Sequence[str]) -> str:
+def _hint(argv: Sequence[str]) -> str:
     parts = [a for a in argv if a != "--check"]
     return "slinky-topology " + " ".join(parts)
 
@@ -266,7 +266,7 @@ def _cmd_generate(
     fabric, from_k8s = _fabric(args, parser)
     shape: Shape = args.shape or ("dynamic" if from_k8s else "static")
     output = render_output(plan(fabric), cast("Format", args.format), shape)
-    return _emit(output, args, _hint(args, argv))
+    return _emit(output, args, _hint(argv))
 
 
 def _cmd_annotations(
@@ -274,7 +274,7 @@ def _cmd_annotations(
 ) -> int:
     fabric, _ = _fabric(args, parser)
     output = render_annotations_output(plan(fabric), cast("Format", args.format))
-    return _emit(output, args, _hint(args, argv))
+    return _emit(output, args, _hint(argv))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
