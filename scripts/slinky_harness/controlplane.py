@@ -612,8 +612,15 @@ class Cluster:
         return pids
 
     def stop(self) -> None:
-        """Delete the cluster and end any process of it that is left."""
+        """Delete the cluster and end any process of it that is left.
+
+        The component logs are copied to ``<workdir>/logs`` first.
+        """
         pids = self._pids()
+        if self.logs_dir.is_dir():
+            # kwokctl deletes the cluster folder; keep the component logs for post-mortems.
+            with contextlib.suppress(OSError):
+                shutil.copytree(self.logs_dir, self.workdir / "logs", dirs_exist_ok=True)
         if self.cluster_dir.exists():
             with contextlib.suppress(ControlPlaneError):
                 self._kwokctl(

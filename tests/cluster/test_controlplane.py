@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,8 +20,6 @@ from slinky_harness.controlplane import (
 from slinky_harness.fleet import GROUP_LABEL, FleetError, parse_fleet
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from slinky_harness.fleet import Fleet
 
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
@@ -253,3 +253,89 @@ def test_cluster_start_time_is_recorded(cluster: Cluster) -> None:
 def test_bad_fleet_files_are_rejected(document: dict[str, Any], message: str) -> None:
     with pytest.raises(FleetError, match=message):
         parse_fleet(document)
+
+
+def test_cluster_is_torn_down_when_the_body_fails(cluster: Cluster, tmp_path: Path) -> None:
+    started: list[Cluster] = []
+    with pytest.raises(RuntimeError, match="boom"), Cluster.start(tmp_path, name="doomed") as c:
+        started.append(c)
+        assert c.kubectl("get", "--raw=/readyz").strip() == "ok"
+        assert c.ports.kube_apiserver != cluster.ports.kube_apiserver
+        raise RuntimeError("boom")
+    (doomed,) = started
+    marker = str(doomed.cluster_dir).encode()
+    leftovers = [
+        proc.name
+        for proc in Path("/proc").iterdir()
+        if proc.name.isdigit() and _cmdline(proc).find(marker) >= 0
+    ]
+    assert leftovers == []
+    assert not doomed.cluster_dir.exists()
+    assert (tmp_path / "logs" / "kube-apiserver.log").is_file()
+    wait_until(
+        lambda: not port_in_use(doomed.ports.kube_apiserver), 10, "the apiserver port to be free"
+    )
+    # The session cluster is unaffected.
+    assert cluster.kubectl("get", "--raw=/readyz").strip() == "ok"
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return proc.joinpath("cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+HOOK_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: hook-demo\nversion: 0.1.0\nkubeVersion: '>= 1.29.0-0'\n",
+    "templates/deployment.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.present: "true"}
+      containers: [{name: web, image: nginx}]
+""",
+    "templates/tests/test-connection.yaml": """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-test-connection
+  annotations: {helm.sh/hook: test}
+spec:
+  restartPolicy: Never
+  containers: [{name: wget, image: busybox, command: [wget, "{{ .Release.Name }}-web"]}]
+""",
+}
+
+
+@pytest.mark.parametrize("helm_name", ["helm", "helm3"])
+def test_helm_install_wait_and_helm_test_finish(
+    cluster: Cluster, namespace: str, tmp_path: Path, helm_name: str
+) -> None:
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    helm = toolchain.ensure(helm_name)
+    chart = tmp_path / "hook-demo"
+    for name, text in HOOK_CHART.items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_text(text)
+    env = cluster.env()
+    for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    base = [str(helm), "--kubeconfig", str(cluster.kubeconfig), "-n", namespace]
+    for args in (
+        ["install", "demo", str(chart), "--wait", "--timeout", "60s"],
+        ["test", "demo", "--timeout", "60s"],
+    ):
+        proc = subprocess.run(
+            [*base, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert "Phase:          Succeeded" in proc.stdout
