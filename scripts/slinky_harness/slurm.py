@@ -3,7 +3,7 @@
 Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs
 Debian sid's Slurm 26.05 packages in a debootstrap chroot cached outside the clone and reused (see
 :mod:`slinky_harness.slurm_chroot`). Needs Linux, root, ``unshare``, ``chroot`` and ``mount``; no
-systemd, no Docker, no munge, no slurmd.
+systemd, no Docker, no munge; slurmd only for real jobs (the emulator build, see below).
 
 API (what a test needs; all typed)::
 
@@ -38,7 +38,7 @@ API (what a test needs; all typed)::
         ctld.log()                             # everything slurmctld logged so far
 
     # real jobs: emulated slurmd (slurm-wlm-emulator; chroot_info(root).emulator says if present)
-    conf = "TopologyPlugin=topology/block\n" + emulated_nodes(["gpu01", "gpu02"]) + partitions
+    conf = "TopologyPlugin=topology/block\\n" + emulated_nodes(["gpu01", "gpu02"]) + partitions
     with slurmctld({"slurm.conf": conf, ...}, emulator=True) as ctld:
         ctld.start_slurmd("gpu01", "gpu02")    # one slurmd each, waits until idle
         ctld.run("srun", "-N", "2", "hostname")
@@ -59,11 +59,15 @@ fresh work folder under ``tmp_path``, start-up times reported in the summary). T
 topology`` output into comparable shapes (``read_tree``, ``read_blocks``). A generated-topology
 test looks like::
 
-    def test_generated_loads(start_ctld: CtldFactory, tmp_path: Path) -> None:
-        files = {"slurm.conf": nodes_and_partitions, "topology.yaml": generate(...)}
+    def test_generated_loads(start_ctld: CtldFactory, slurm_root: Path) -> None:
+        files = {"slurm.conf": "MaxNodeCount=1024\\nPartitionName=all Nodes=ALL\\n",
+                 "topology.yaml": skeleton_yaml}            # the generator's output
+        result = check_load(files, root=slurm_root)
+        assert result.accepted, result.errors
         with start_ctld(files) as ctld:
-            for unit_spec in annotations.values():
-                ctld.create_node(name, unit_spec)   # every labeler annotation must apply
+            for node, spec in annotations.items():         # topology.slinky.slurm.net/spec
+                ctld.create_node(node, spec)               # SlurmCommandError if refused
+                assert ctld.node_topology(node) == spec
 
 The ``slurm.conf`` you give holds only the cluster part (nodes, partitions, ``TopologyPlugin``,
 ``MaxNodeCount``, ``TopologyParam``, ...). The harness adds the keys it owns and refuses them in
