@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from slinky_harness.slurm import chroot_info, ensure_chroot, slurmctld
-from slinky_harness.slurm_chroot import SLURM_SERIES, SUITE, cache_root
+from slinky_harness.slurm_chroot import CHROOT_ENV, SLURM_SERIES, SUITE, cache_root
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -64,7 +64,7 @@ def _unavailable() -> str | None:
     if os.geteuid() != 0:
         return "real Slurm needs root (debootstrap, chroot, mount namespaces)"
     for tool in ("unshare", "chroot", "mount"):
-        if shutil.which(tool) is None:
+        if shutil.which(tool, path=CHROOT_ENV["PATH"]) is None:
             return f"real Slurm needs {tool}"
     return None
 
