@@ -30,6 +30,7 @@ import fcntl
 import hashlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -281,21 +282,23 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+PORT_RANGE = range(12000, 20000)
+"""Where free ports are chosen: below Linux's ephemeral range (32768-60999), so that no
+outgoing connection takes a chosen port before the component binds it."""
+
+
 def _free_ports(count: int, taken: set[int]) -> list[int]:
-    socks: list[socket.socket] = []
+    candidates = [port for port in PORT_RANGE if port not in taken]
+    random.shuffle(candidates)
     ports: list[int] = []
-    try:
-        while len(ports) < count:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(sock)
-            sock.bind(("0.0.0.0", 0))
-            port = int(sock.getsockname()[1])
-            if port not in taken:
-                ports.append(port)
-                taken.add(port)
-    finally:
-        for sock in socks:
-            sock.close()
+    for port in candidates:
+        if len(ports) == count:
+            break
+        if not port_in_use(port):
+            ports.append(port)
+            taken.add(port)
+    if len(ports) < count:
+        raise ControlPlaneError(f"no {count} free ports in {PORT_RANGE}")
     return ports
 
 
@@ -448,10 +451,14 @@ class Cluster:
         else:
             choose_ports(**dict(ports.items()))
         cluster = cls(name, workdir, bindir or ensure_binaries(), ports, fleet)
-        if cluster.cluster_dir.exists():
+        clusters = cluster.kwok_workdir / "clusters"
+        existing = sorted(p.name for p in clusters.iterdir()) if clusters.is_dir() else []
+        if existing:
+            # One cluster per workdir: they would share kubeconfig.yaml and kwokctl.yaml.
             raise ControlPlaneError(
-                f"a cluster named {name!r} already exists in {cluster.kwok_workdir}; "
-                f"delete it (kwokctl delete cluster --name {name}) or use another workdir"
+                f"{workdir} already holds cluster {existing[0]!r}; use another workdir or "
+                f"delete it (KWOK_WORKDIR={cluster.kwok_workdir} kwokctl delete cluster "
+                f"--name {existing[0]})"
             )
         try:
             cluster._up(stages, timeout, extra_args)

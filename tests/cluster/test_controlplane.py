@@ -206,9 +206,14 @@ def test_second_cluster_on_a_used_port_is_refused(cluster: Cluster, tmp_path: Pa
         Cluster.start(tmp_path, kube_apiserver_port=port),
     ):
         pytest.fail("a second cluster started on a port in use")
+    assert not (tmp_path / "kwok").exists()
+    with (
+        pytest.raises(ControlPlaneError, match="already holds cluster"),
+        Cluster.start(cluster.workdir),
+    ):
+        pytest.fail("a second cluster started in the workdir of the first")
     # The first cluster is untouched.
     assert cluster.kubectl("get", "--raw=/readyz").strip() == "ok"
-    assert not (tmp_path / "kwok").exists()
 
 
 def test_cluster_start_time_is_recorded(cluster: Cluster) -> None:
