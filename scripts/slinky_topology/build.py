@@ -316,10 +316,10 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         if req.source == "subdomain" and any(subs):
             # One base block per sub-domain; the domain's blocks share one aligned window.
             path = (*path, _DOMAIN_KEY + d)
+            scoped_names = set(scoped.get(d, ()))
             for s in subs:
                 unit = f"{d}.{s}" if s else d
                 members = [n for n in all_nodes[d] if (n.subdomain or "") == s]
-                scoped_names = set(scoped.get(d, ()))
                 units_of[unit] = (len(members), [n.name for n in members if n.name in scoped_names])
         else:
             units_of[d] = (max(expected or 0, len(all_nodes.get(d, ())), 1), scoped.get(d, []))
