@@ -25,7 +25,7 @@ from slinky_harness.slurm import (
     slurmctld,
 )
 from slinky_harness.slurm_chroot import debian_mirror
-from slinky_harness.slurm_topo import TreeTopology, parse_topology_conf, read_tree
+from slinky_harness.slurm_topo import TreeTopology, expand, parse_topology_conf, read_tree
 
 if TYPE_CHECKING:
     from slinky_harness.slurm import CtldFactory
@@ -251,3 +251,24 @@ def test_killed_test_process_leaves_no_daemon(
     while _pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _pid_alive(pid)
+
+
+def test_extra_files_and_hostlist_oracle(start_ctld: CtldFactory) -> None:
+    """Extra config files land next to slurm.conf; Slurm's hostlist parser agrees with ours."""
+    gres = "NodeName=g[01-02] Name=gpu Count=4\n"
+    files = {
+        "slurm.conf": "GresTypes=gpu\nNodeName=g[01-02] CPUs=4 Gres=gpu:4 State=CLOUD\n"
+        "PartitionName=all Nodes=ALL Default=YES\n",
+        "gres.conf": gres,
+    }
+    with start_ctld(files) as ctld:
+        assert (ctld.etc_dir / "gres.conf").read_text() == gres
+        (node,) = parse_records(ctld.scontrol("show", "node", "-o", "g01"))
+        assert node["Gres"] == "gpu:4"
+        for expr in (
+            "n[1-3]",
+            "gpu[0009-0011],x1",
+            "rack[1-2]-n[01-02]",
+            "ip-10-1-0-10.ec2.internal",
+        ):
+            assert ctld.hostnames(expr) == expand(expr)
