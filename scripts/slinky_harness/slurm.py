@@ -52,6 +52,10 @@ API (what a test needs; all typed)::
     result.warnings    # log lines with "warning:": what Slurm accepted but complained about
     result.topologies  # {"": default topology, "<name>": ...} (names from topology.yaml)
 
+By hand: ``python -m slinky_harness.slurm chroot`` (build or reuse, print what it holds) and
+``python -m slinky_harness.slurm check DIR...`` (accepted/REJECTED per config folder, with Slurm's
+reasons; exit 1 when any is rejected).
+
 In ``tests/slurm`` use the fixtures of its conftest: ``slurm_root`` (session: the chroot),
 ``slurm_data`` (``tests/data/slurm``) and ``start_ctld`` (``with start_ctld(files) as ctld:``, a
 fresh work folder under ``tmp_path``, start-up times reported in the summary). The oracle
@@ -177,6 +181,7 @@ __all__ = [
     "compose_slurm_conf",
     "emulated_nodes",
     "ensure_chroot",
+    "main",
     "parse_records",
     "slurmctld",
 ]
@@ -881,3 +886,51 @@ def check_load(
         log=log,
         failures=failures,
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m slinky_harness.slurm chroot|check DIR [DIR ...]`` for manual use.
+
+    ``chroot``: build or reuse the chroot and print what it holds. ``check``: load each config
+    folder into a fresh slurmctld and print accepted/rejected with Slurm's reasons. Exit 0 when
+    every folder was accepted, 1 otherwise, 2 on usage errors.
+    """
+    import argparse  # noqa: PLC0415 (CLI only)
+    import sys  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog="python -m slinky_harness.slurm")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("chroot", help="build or reuse the Slurm chroot")
+    check = sub.add_parser("check", help="does slurmctld accept these config folders?")
+    check.add_argument("folders", nargs="+", type=Path)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    lines: list[str] = []
+    status = 0
+    try:
+        root = ensure_chroot()
+        if args.cmd == "chroot":
+            info = chroot_info(root)
+            lines.append(
+                f"{root}: slurm {info.slurm_version}, emulator {'yes' if info.emulator else 'no'}"
+                f", mirror {info.mirror}, built in {info.build_seconds:.0f} s"
+            )
+        else:
+            for folder in args.folders:
+                result = check_load(folder, root=root)
+                verdict = "accepted" if result.accepted else "REJECTED"
+                lines.append(f"{folder}: {verdict}")
+                shown = result.errors if not result.accepted else result.warnings
+                lines += [f"  {ln}" for ln in shown]
+                status = status or (0 if result.accepted else 1)
+    except (SlurmChrootError, ValueError, OSError) as exc:
+        lines.append(f"error: {exc}")
+        status = 1
+    sys.stderr.write("\n".join(lines) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -24,6 +24,7 @@ from slinky_harness.slurm import (
     parse_records,
     slurmctld,
 )
+from slinky_harness.slurm import main as slurm_main
 from slinky_harness.slurm_chroot import debian_mirror
 from slinky_harness.slurm_topo import TreeTopology, expand, parse_topology_conf, read_tree
 
@@ -272,3 +273,13 @@ def test_extra_files_and_hostlist_oracle(start_ctld: CtldFactory) -> None:
             "ip-10-1-0-10.ec2.internal",
         ):
             assert ctld.hostnames(expr) == expand(expr)
+
+
+def test_cli_check(slurm_root: Path, slurm_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert slurm_main(["check", str(slurm_data / "tree")]) == 0
+    broken = slurm_data / "broken/switch-cycle"
+    assert slurm_main(["check", str(slurm_data / "tree"), str(broken)]) == 1
+    err = capsys.readouterr().err
+    assert f"{broken}: REJECTED" in err
+    assert "fatal" in err
+    assert slurm_main(["nonsense"]) == 2
