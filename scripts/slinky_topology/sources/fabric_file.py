@@ -63,19 +63,41 @@ def load_fabric(source: str) -> Fabric:
         raise InputError(
             f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}", location=where
         ) from None
-    return fabric_from_data(data, location)
+    return fabric_from_data(data, location, text)
 
 
-def fabric_from_data(data: Any, location: str = "<fabric>") -> Fabric:
+def _line_of(text: str, parts: list[str | int]) -> int | None:
+    """1-based line of the YAML node at JSON path ``parts`` in ``text`` (best effort)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:  # pragma: no cover - text already loaded once
+        return None
+    for part in parts:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            node = None
+        if node is None:
+            return None
+    return node.start_mark.line + 1 if node is not None else None
+
+
+def fabric_from_data(data: Any, location: str = "<fabric>", text: str | None = None) -> Fabric:
     """Validate ``data`` against the schema and build the fabric model.
 
-    Raises :class:`InputError` naming ``location::$.json.path`` of the first problem.
+    Raises :class:`InputError` naming ``location::$.json.path`` of the first problem (and its
+    line when the YAML/JSON ``text`` is given).
     """
     validator = jsonschema.Draft7Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        line = _line_of(text, list(first.absolute_path)) if text is not None else None
+        if line is not None:
+            more = f" (line {line}){more}"
         raise InputError(
             f"{first.message}{more}", location=f"{location}::{_json_path(first.absolute_path)}"
         )

@@ -80,7 +80,7 @@ def test_invalid_input_exits_1_with_one_error_line(
     assert main(["generate", "--fabric", str(bad)]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"error: {bad}::$.spec.nodes: 3 is not of type 'array'\n"
+    assert err == f"error: {bad}::$.spec.nodes: 3 is not of type 'array' (line 3)\n"
 
 
 def test_from_nodes_defaults_to_dynamic(capsys: pytest.CaptureFixture[str]) -> None:
