@@ -2,7 +2,8 @@
 
 The files under ``tests/data/topology/golden/`` were generated once by this code and then
 reviewed by hand against topology.md (b.1, b.2, b.4, b.5, b.8). To regenerate after an intended
-change: ``SLINKY_UPDATE_GOLDEN=1 pytest tests/unit/topology/test_topology_golden.py`` and review the diff.
+change, run ``SLINKY_UPDATE_GOLDEN=1 pytest tests/unit/topology/test_topology_golden.py`` and
+review the diff.
 """
 
 from __future__ import annotations
