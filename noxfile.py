@@ -1,0 +1,118 @@
+#!/usr/bin/env -S python3 -m nox -f
+# /// script
+# dependencies = ["nox==2026.10.20", "uv==0.13.8"]
+# ///
+"""Test tiers of the Slinky chart suite. ``nox -l`` lists them; ``nox`` runs what CI runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+PYTEST = ("pytest", "--strict-config", "--strict-markers", "-ra")
+
+
+def _install(session: nox.Session, *groups: str) -> None:
+    """Install the package (editable) and the named dependency groups."""
+    requirements: list[str] = []
+    for group in groups:
+        requirements += nox.project.dependency_groups(PYPROJECT, group)
+    session.install("-e", ".", *requirements)
+
+
+def _tools(session: nox.Session, *names: str) -> None:
+    """Build or reuse the pinned Go tools and put them first on PATH."""
+    prefix = session.run(
+        "python", "-m", "slinky_harness.toolchain", "path", *names, silent=True
+    )
+    assert isinstance(prefix, str)
+    session.env["PATH"] = f"{prefix.strip().splitlines()[-1]}{os.pathsep}{os.environ['PATH']}"
+
+
+def _pytest(session: nox.Session, folder: str, *extra: str) -> None:
+    session.run(*PYTEST, folder, *extra, *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ct lint, helm lint --strict (Helm 4 and 3), schemas, skeleton, README drift, yamllint, ruff, mypy."""
+    _install(session, "test", "lint", "typing")
+    _tools(session)
+    session.run("ruff", "check", "scripts", "tests", "noxfile.py")
+    session.run("mypy")
+    _pytest(session, "tests/lint")
+
+
+@nox.session
+def render(session: nox.Session) -> None:
+    """helm template of every chart, ci scenario and profile; strict schemas and render invariants."""
+    _install(session, "test")
+    _tools(session)
+    _pytest(session, "tests/render")
+
+
+@nox.session
+def props(session: nox.Session) -> None:
+    """Property-based tests: chart values from each values.schema.json, and topology invariants."""
+    _install(session, "test")
+    _tools(session)
+    _pytest(session, "tests/props")
+
+
+@nox.session
+def unit(session: nox.Session) -> None:
+    """Unit tests of the Python packages (topology generator, CRD generator, harness)."""
+    _install(session, "test")
+    _tools(session)
+    _pytest(session, "tests/unit")
+
+
+@nox.session
+def slurm(session: nox.Session) -> None:
+    """Real Slurm 26.05 (a Debian sid chroot): generated topology loads in slurmctld."""
+    _install(session, "test")
+    _pytest(session, "tests/slurm")
+
+
+@nox.session(default=False)
+def cluster(session: nox.Session) -> None:
+    """Real kube-apiserver, controller-manager and scheduler with kwok nodes (builds them once)."""
+    _install(session, "test")
+    _tools(session, "helm", "helm3", "ct", "kubectl")
+    _pytest(session, "tests/cluster")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """README's main command: topology for the embedded GPU fleet, rendered and validated suite."""
+    _install(session, "test")
+    _tools(session)
+    session.run("python", "-m", "slinky_harness.demo", *session.posargs)
+
+
+@nox.session(default=False)
+def docs(session: nox.Session) -> None:
+    """Regenerate generated files: chart READMEs (helm-docs) and the slinky.slurm.net CRDs."""
+    _install(session)
+    _tools(session, "helm-docs")
+    session.run("python", "-m", "slinky_topology.crdgen")
+    session.run("helm-docs", "--chart-search-root", "charts")
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: topology generation and validation at 1k, 10k and 65,536 nodes."""
+    _install(session)
+    session.run("python", "-m", "slinky_topology.bench", *session.posargs)
+
+
+if __name__ == "__main__":
+    nox.main()
