@@ -30,9 +30,7 @@ def _install(session: nox.Session, *groups: str) -> None:
 
 def _tools(session: nox.Session, *names: str) -> None:
     """Build or reuse the pinned Go tools and put them first on PATH."""
-    prefix = session.run(
-        "python", "-m", "slinky_harness.toolchain", "path", *names, silent=True
-    )
+    prefix = session.run("python", "-m", "slinky_harness.toolchain", "path", *names, silent=True)
     assert isinstance(prefix, str)
     session.env["PATH"] = f"{prefix.strip().splitlines()[-1]}{os.pathsep}{os.environ['PATH']}"
 

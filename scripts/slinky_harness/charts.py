@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from slinky_harness.toolchain import REPO_ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CHARTS_DIR = REPO_ROOT / "charts"
 PROFILES_DIR = REPO_ROOT / "values"
@@ -62,7 +64,9 @@ class Chart:
         constraint = str(self.meta.get("kubeVersion", ""))
         match = re.search(r">=?\s*v?(\d+)\.(\d+)(?:\.(\d+))?", constraint)
         if not match:
-            raise ValueError(f"{self.path}/Chart.yaml: kubeVersion {constraint!r} has no lower bound")
+            raise ValueError(
+                f"{self.path}/Chart.yaml: kubeVersion {constraint!r} has no lower bound"
+            )
         major, minor, patch = match.groups()
         return f"{major}.{minor}.{patch or 0}"
 
@@ -77,7 +81,13 @@ def discover_charts(root: Path = CHARTS_DIR) -> list[Chart]:
     charts = []
     for chart_yaml in sorted(root.glob("*/Chart.yaml")):
         meta = load_yaml(chart_yaml) or {}
-        charts.append(Chart(name=str(meta.get("name", chart_yaml.parent.name)), path=chart_yaml.parent, meta=meta))
+        charts.append(
+            Chart(
+                name=str(meta.get("name", chart_yaml.parent.name)),
+                path=chart_yaml.parent,
+                meta=meta,
+            )
+        )
     return charts
 
 
@@ -106,5 +116,7 @@ def scenarios(chart: Chart, *, include_profiles: bool = True) -> list[Scenario]:
             values = dict(block)
             if "global" in data:
                 values["global"] = data["global"]
-            result.append(Scenario(chart.name, f"profile/{stem}", values, PROFILES_DIR / f"{stem}.yaml"))
+            result.append(
+                Scenario(chart.name, f"profile/{stem}", values, PROFILES_DIR / f"{stem}.yaml")
+            )
     return result

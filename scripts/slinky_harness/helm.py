@@ -37,13 +37,18 @@ class StrictLoader(yaml.SafeLoader):
     """A SafeLoader that rejects duplicate keys in a mapping."""
 
 
-def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+def _construct_mapping(
+    loader: StrictLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
             )
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
@@ -55,7 +60,7 @@ StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _co
 def parse_documents(text: str) -> list[dict[str, Any]]:
     """All non-empty YAML documents in ``text``; raises ``yaml.YAMLError`` on bad YAML."""
     docs = []
-    for doc in yaml.load_all(text, Loader=StrictLoader):  # noqa: S506 - StrictLoader is a SafeLoader
+    for doc in yaml.load_all(text, Loader=StrictLoader):
         if doc is None:
             continue
         if not isinstance(doc, dict):
@@ -134,7 +139,16 @@ def dry_run_install(
 ) -> HelmResult:
     """A client-side dry-run install: the manifests and the rendered NOTES together."""
     with tempfile.TemporaryDirectory(prefix="helm-values-") as tmp:
-        args = ["install", release, str(chart), "--namespace", namespace, "--dry-run=client", "-o", "json"]
+        args = [
+            "install",
+            release,
+            str(chart),
+            "--namespace",
+            namespace,
+            "--dry-run=client",
+            "-o",
+            "json",
+        ]
         args += _values_file(values, Path(tmp))
         result = run(args, helm=helm)
     if result.ok:

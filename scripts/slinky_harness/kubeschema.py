@@ -74,7 +74,7 @@ THIRD_PARTY_CRDS = (
 @cache
 def third_party_crds() -> tuple[dict[str, Any], ...]:
     """The pinned third-party CRDs, downloaded once into the Go module cache."""
-    crds = []
+    crds: list[dict[str, Any]] = []
     for source in THIRD_PARTY_CRDS:
         root = toolchain.module_dir(source.module, source.version)
         for name in source.files:
@@ -117,17 +117,22 @@ def _minor(version: str) -> tuple[int, int]:
 def _core_registry(schema_dir: Path) -> Registry[Any]:
     definitions = json.loads((schema_dir / "_definitions.json").read_text())
     resource: Resource[Any] = Resource.from_contents(definitions)
-    return Registry().with_resource("https://kubernetes.io/api/_definitions.json", resource)
+    registry: Registry[Any] = Registry().with_resource("https://kubernetes.io/api/_definitions.json", resource)
+    return registry
 
 
 @cache
-def _core_validator(schema_dir: Path, api_version: str, kind: str) -> jsonschema.Draft202012Validator | None:
+def _core_validator(
+    schema_dir: Path, api_version: str, kind: str
+) -> jsonschema.Draft202012Validator | None:
     suffix = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     path = schema_dir / f"{kind.lower()}-{suffix}.json"
     if not path.is_file():
         return None
     schema = json.loads(path.read_text())
-    return jsonschema.Draft202012Validator(schema, registry=_core_registry(schema_dir), format_checker=FORMAT_CHECKER)
+    return jsonschema.Draft202012Validator(
+        schema, registry=_core_registry(schema_dir), format_checker=FORMAT_CHECKER
+    )
 
 
 def _location(error: jsonschema.ValidationError) -> str:
@@ -151,7 +156,10 @@ class SchemaSet:
             spec = crd["spec"]
             for version in spec["versions"]:
                 if version.get("served", True):
-                    self.crds[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = (crd, version["name"])
+                    self.crds[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = (
+                        crd,
+                        version["name"],
+                    )
         self._crd_validators: dict[tuple[str, str], jsonschema.Draft202012Validator] = {}
 
     def validate(self, doc: dict[str, Any]) -> list[str]:
@@ -167,7 +175,9 @@ class SchemaSet:
                 validator = self._crd_validators[key] = crd_validator(crd, version)
             problems = [f"{label}: {_location(e)}: {e.message}" for e in validator.iter_errors(doc)]
             if not problems and crd["spec"]["group"] == "slinky.slurm.net":
-                problems += [f"{label}: CEL: {msg}" for msg in cel.evaluate_rules(crd, version, doc)]
+                problems += [
+                    f"{label}: CEL: {msg}" for msg in cel.evaluate_rules(crd, version, doc)
+                ]
             return problems
         core = _core_validator(self.schema_dir, api_version, kind)
         if core is None:

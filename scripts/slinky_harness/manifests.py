@@ -67,7 +67,11 @@ NAME_LIMITS: dict[str, tuple[re.Pattern[str], int]] = {
 }
 
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
-STANDARD_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by")
+STANDARD_LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+)
 
 
 def ident(doc: Doc) -> str:
@@ -102,10 +106,17 @@ def _duplicates(values: Iterable[Any]) -> list[Any]:
 def check_unique(docs: list[Doc]) -> list[str]:
     """No two objects share apiVersion, kind, namespace and name."""
     keys = [
-        (d.get("apiVersion"), d.get("kind"), (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name"))
+        (
+            d.get("apiVersion"),
+            d.get("kind"),
+            (d.get("metadata") or {}).get("namespace"),
+            (d.get("metadata") or {}).get("name"),
+        )
         for d in docs
     ]
-    return [f"object rendered twice: {k[1]} {k[2] or ''}/{k[3]} ({k[0]})" for k in _duplicates(keys)]
+    return [
+        f"object rendered twice: {k[1]} {k[2] or ''}/{k[3]} ({k[0]})" for k in _duplicates(keys)
+    ]
 
 
 def check_names(docs: list[Doc]) -> list[str]:
@@ -122,24 +133,37 @@ def check_names(docs: list[Doc]) -> list[str]:
         if kind in {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}:
             pattern, limit = re.compile(r"^[^/%]+$"), 253  # path segment names
         if not pattern.match(name) or len(name) > limit:
-            problems.append(f"{ident(doc)}: name {name!r} is not a valid {kind} name (pattern {pattern.pattern}, at most {limit})")
+            problems.append(
+                f"{ident(doc)}: name {name!r} is not a valid {kind} name (pattern {pattern.pattern}, at most {limit})"
+            )
         for where, labels in _label_maps(doc):
             for key, value in (labels or {}).items():
                 prefix, _, short = str(key).rpartition("/")
-                if not LABEL_NAME.match(short) or len(short) > 63 or (prefix and not DNS1123_SUBDOMAIN.match(prefix)):
+                if (
+                    not LABEL_NAME.match(short)
+                    or len(short) > 63
+                    or (prefix and not DNS1123_SUBDOMAIN.match(prefix))
+                ):
                     problems.append(f"{ident(doc)}: {where} key {key!r} is not a valid label key")
                 if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
-                    problems.append(f"{ident(doc)}: {where} {key}={value!r} is not a valid label value")
+                    problems.append(
+                        f"{ident(doc)}: {where} {key}={value!r} is not a valid label value"
+                    )
         for path, spec in pod_specs(doc):
             for group in ("containers", "initContainers", "ephemeralContainers"):
                 for container in spec.get(group) or []:
                     cname = container.get("name", "")
                     if not DNS1123_LABEL.match(cname) or len(cname) > 63:
-                        problems.append(f"{ident(doc)}: {path}.{group} name {cname!r} is not a DNS-1123 label")
+                        problems.append(
+                            f"{ident(doc)}: {path}.{group} name {cname!r} is not a DNS-1123 label"
+                        )
                     for port in container.get("ports") or []:
                         pname = port.get("name")
                         if pname is not None and (not PORT_NAME.match(pname) or len(pname) > 15):
-                            problems.append(f"{ident(doc)}: {path} container {cname} port name {pname!r} is not an IANA service name")
+                            problems.append(
+                                f"{ident(doc)}: {path} container {cname} port name {pname!r} "
+                                "is not an IANA service name"
+                            )
     return problems
 
 
@@ -148,7 +172,11 @@ def _label_maps(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
     if doc.get("kind") == "CustomResourceDefinition":
         return  # its spec is a schema, not objects
     for path, value in walk(doc.get("spec")):
-        if path.endswith(".metadata") and isinstance(value, dict) and isinstance(value.get("labels"), dict):
+        if (
+            path.endswith(".metadata")
+            and isinstance(value, dict)
+            and isinstance(value.get("labels"), dict)
+        ):
             yield f"spec{path}.labels", value["labels"]
         if path.endswith("matchLabels") and isinstance(value, dict):
             yield f"spec{path}", value
@@ -187,7 +215,9 @@ def check_selectors(docs: list[Doc]) -> list[str]:
             problems.append(f"{ident(doc)}: spec.selector is empty and would select every pod")
         labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         if not _matches(selector, labels):
-            problems.append(f"{ident(doc)}: spec.selector {selector} does not match the pod template labels {labels}")
+            problems.append(
+                f"{ident(doc)}: spec.selector {selector} does not match the pod template labels {labels}"
+            )
     return problems
 
 
@@ -203,11 +233,19 @@ def check_list_keys(docs: list[Doc]) -> list[str]:
                 problems.append(f"{ident(doc)}: {path}.volumes has two volumes named {dup!r}")
             for container in containers:
                 cname = container.get("name")
-                for field_name, key in (("env", "name"), ("volumeMounts", "mountPath"), ("volumeDevices", "devicePath")):
+                for field_name, key in (
+                    ("env", "name"),
+                    ("volumeMounts", "mountPath"),
+                    ("volumeDevices", "devicePath"),
+                ):
                     for dup in _duplicates(e.get(key) for e in container.get(field_name) or []):
-                        problems.append(f"{ident(doc)}: container {cname} has two {field_name} entries with {key} {dup!r}")
+                        problems.append(
+                            f"{ident(doc)}: container {cname} has two {field_name} entries with {key} {dup!r}"
+                        )
                 ports = container.get("ports") or []
-                for dup in _duplicates((p.get("containerPort"), p.get("protocol", "TCP")) for p in ports):
+                for dup in _duplicates(
+                    (p.get("containerPort"), p.get("protocol", "TCP")) for p in ports
+                ):
                     problems.append(f"{ident(doc)}: container {cname} declares port {dup} twice")
                 for dup in _duplicates(p.get("name") for p in ports if p.get("name")):
                     problems.append(f"{ident(doc)}: container {cname} has two ports named {dup!r}")
@@ -225,8 +263,14 @@ def check_images(docs: list[Doc], registry: str) -> list[str]:
     problems = []
     for doc in docs:
         for path, value in walk(doc):
-            if path.endswith(".image") and isinstance(value, str) and not value.startswith(f"{registry}/"):
-                problems.append(f"{ident(doc)}: {path} = {value!r} does not use the registry from values ({registry!r})")
+            if (
+                path.endswith(".image")
+                and isinstance(value, str)
+                and not value.startswith(f"{registry}/")
+            ):
+                problems.append(
+                    f"{ident(doc)}: {path} = {value!r} does not use the registry from values ({registry!r})"
+                )
     return problems
 
 
@@ -235,7 +279,9 @@ def value_strings(values: Any) -> set[str]:
     return {v for _, v in walk(values) if isinstance(v, str)}
 
 
-def check_namespaces(docs: list[Doc], release_namespace: str, allowed: set[str] | None = None) -> list[str]:
+def check_namespaces(
+    docs: list[Doc], release_namespace: str, allowed: set[str] | None = None
+) -> list[str]:
     """Namespaced objects sit in the release namespace (or one named in values); nothing else names a namespace."""
     allowed = {release_namespace, *(allowed or set())}
     scoped = dict.fromkeys(CLUSTER_SCOPED_KINDS, True)
@@ -248,12 +294,18 @@ def check_namespaces(docs: list[Doc], release_namespace: str, allowed: set[str] 
         meta = doc.get("metadata") or {}
         cluster_scoped = scoped.get(str(doc.get("kind")), False)
         if cluster_scoped and "namespace" in meta:
-            problems.append(f"{ident(doc)}: a cluster-scoped object must not set metadata.namespace")
+            problems.append(
+                f"{ident(doc)}: a cluster-scoped object must not set metadata.namespace"
+            )
         if not cluster_scoped and meta.get("namespace") is None:
-            problems.append(f"{ident(doc)}: metadata.namespace is not set (use the chart's namespace helper)")
+            problems.append(
+                f"{ident(doc)}: metadata.namespace is not set (use the chart's namespace helper)"
+            )
         for path, value in walk(doc):
             if path.endswith(".namespace") and isinstance(value, str) and value not in allowed:
-                problems.append(f"{ident(doc)}: {path} = {value!r} is neither the release namespace nor taken from values")
+                problems.append(
+                    f"{ident(doc)}: {path} = {value!r} is neither the release namespace nor taken from values"
+                )
     return problems
 
 
@@ -296,7 +348,9 @@ def check_notes(notes: str, docs: list[Doc]) -> list[str]:
     return problems
 
 
-def all_invariants(docs: list[Doc], *, namespace: str, values: Any, registry: str | None) -> list[str]:
+def all_invariants(
+    docs: list[Doc], *, namespace: str, values: Any, registry: str | None
+) -> list[str]:
     """Every invariant above, for one render."""
     problems = [
         *check_unique(docs),

@@ -202,9 +202,7 @@ def module_dir(module: str, version: str) -> Path:
     """Download ``module@version`` through the Go module proxy and return its folder."""
     go = shutil.which("go")
     if go is None:
-        raise ToolError(
-            f"{module}@{version}: no 'go' command on PATH; install Go 1.26 or newer"
-        )
+        raise ToolError(f"{module}@{version}: no 'go' command on PATH; install Go 1.26 or newer")
     proc = subprocess.run(
         [go, "mod", "download", "-json", f"{module}@{version}"],
         capture_output=True,
@@ -313,7 +311,9 @@ def path_prefix(names: Iterable[str]) -> str:
     return str(bindir)
 
 
-def tool_env(names: Iterable[str] = LINT_TOOLS, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def tool_env(
+    names: Iterable[str] = LINT_TOOLS, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``base`` (default: this process's environment) with the tools first on PATH."""
     env = dict(os.environ if base is None else base)
     env["PATH"] = f"{path_prefix(names)}{os.pathsep}{env.get('PATH', '')}"
@@ -326,7 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     install = sub.add_parser("install", help="build or reuse tools and print their paths")
-    install.add_argument("tools", nargs="*", help=f"tools to install (default: all: {' '.join(TOOLS)})")
+    install.add_argument(
+        "tools", nargs="*", help=f"tools to install (default: all: {' '.join(TOOLS)})"
+    )
     path = sub.add_parser("path", help="print a PATH prefix with the tools")
     path.add_argument("tools", nargs="*", help="tools to put on it (default: the lint tools)")
     return parser

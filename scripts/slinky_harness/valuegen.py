@@ -37,7 +37,11 @@ KUBERNETES_SAMPLES: dict[str, list[Any]] = {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+                            ]
+                        }
                     ]
                 }
             }
@@ -46,7 +50,13 @@ KUBERNETES_SAMPLES: dict[str, list[Any]] = {
     "tolerations": [[], [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]],
     "topologySpreadConstraints": [
         [],
-        [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}],
+        [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+            }
+        ],
     ],
     "podAnnotations": [{}, {"example.com/note": "drawn"}],
     "podLabels": [{}, {"example.com/team": "hpc"}],
@@ -87,14 +97,19 @@ def _leaf(root: Schema, node: Schema) -> st.SearchStrategy[Any]:
     return from_schema(leaf)
 
 
-def strategy(root: Schema, node: Schema, key: str = "", default: Any = None) -> st.SearchStrategy[Any]:
+def strategy(
+    root: Schema, node: Schema, key: str = "", default: Any = None
+) -> st.SearchStrategy[Any]:
     """A strategy for values valid against ``node`` (a sub-schema of ``root``)."""
     node = resolve(root, node)
     if key in KUBERNETES_SAMPLES:
         return st.sampled_from(KUBERNETES_SAMPLES[key])
     for combinator in ("oneOf", "anyOf"):
         if combinator in node and "properties" not in node:
-            if all("type" in resolve(root, n) and resolve(root, n)["type"] != "object" for n in node[combinator]):
+            if all(
+                "type" in resolve(root, n) and resolve(root, n)["type"] != "object"
+                for n in node[combinator]
+            ):
                 return _leaf(root, node)
             return st.one_of([strategy(root, sub, key, default) for sub in node[combinator]])
     kind = node.get("type")
@@ -105,17 +120,29 @@ def strategy(root: Schema, node: Schema, key: str = "", default: Any = None) -> 
         if props and additional is False:
             required = set(node.get("required") or [])
             return st.fixed_dictionaries(
-                {k: strategy(root, v, k, defaults.get(k)) for k, v in props.items() if k in required},
-                optional={k: strategy(root, v, k, defaults.get(k)) for k, v in props.items() if k not in required},
+                {
+                    k: strategy(root, v, k, defaults.get(k))
+                    for k, v in props.items()
+                    if k in required
+                },
+                optional={
+                    k: strategy(root, v, k, defaults.get(k))
+                    for k, v in props.items()
+                    if k not in required
+                },
             )
         if isinstance(additional, dict) and additional:
             return st.dictionaries(MAP_KEYS, strategy(root, additional, "", None), max_size=2)
         return st.just(copy.deepcopy(default) if default is not None else {})
     if kind == "array":
         items = resolve(root, node.get("items") or {})
-        if not items or _is_open(items) and items.get("type") == "object":
+        if not items or (_is_open(items) and items.get("type") == "object"):
             return st.just(copy.deepcopy(default) if default is not None else [])
-        return st.lists(strategy(root, items), max_size=2, unique_by=_freeze if node.get("uniqueItems") else None)
+        return st.lists(
+            strategy(root, items),
+            max_size=2,
+            unique_by=_freeze if node.get("uniqueItems") else None,
+        )
     return _leaf(root, node)
 
 
@@ -129,7 +156,9 @@ def values_strategy(schema: Schema, defaults: dict[str, Any]) -> st.SearchStrate
     return drawn.map(lambda v: v if isinstance(v, dict) else {})
 
 
-def closed_object_paths(schema: Schema, node: Schema | None = None, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def closed_object_paths(
+    schema: Schema, node: Schema | None = None, path: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
     """Paths of every closed object reachable through properties (no maps, no arrays)."""
     node = resolve(schema, schema if node is None else node)
     found = []
@@ -141,7 +170,9 @@ def closed_object_paths(schema: Schema, node: Schema | None = None, path: tuple[
     return found
 
 
-def typed_leaf_paths(schema: Schema, node: Schema | None = None, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str]]:
+def typed_leaf_paths(
+    schema: Schema, node: Schema | None = None, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], str]]:
     """(path, type) of every boolean or integer leaf reachable through closed objects."""
     node = resolve(schema, schema if node is None else node)
     found: list[tuple[tuple[str, ...], str]] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,13 +15,15 @@ CHARTS = charts.discover_charts()
 REPO = toolchain.REPO_ROOT
 
 
-def _lint_cases() -> list[object]:
-    cases = []
+def _lint_cases() -> list[Any]:
+    cases: list[Any] = []
     for chart in CHARTS:
         for values in [None, *chart.ci_files]:
             for binary in ("helm", "helm3"):
                 label = values.name if values else "defaults"
-                cases.append(pytest.param(chart, values, binary, id=f"{chart.name}-{label}-{binary}"))
+                cases.append(
+                    pytest.param(chart, values, binary, id=f"{chart.name}-{label}-{binary}")
+                )
     return cases
 
 
@@ -38,10 +41,14 @@ def test_ct_lint(chart: charts.Chart) -> None:
         [
             str(toolchain.ensure("ct")),
             "lint",
-            "--config", str(REPO / "ct.yaml"),
-            "--charts", str(chart.path.relative_to(REPO)),
-            "--chart-yaml-schema", str(etc / "chart_schema.yaml"),
-            "--lint-conf", str(etc / "lintconf.yaml"),
+            "--config",
+            str(REPO / "ct.yaml"),
+            "--charts",
+            str(chart.path.relative_to(REPO)),
+            "--chart-yaml-schema",
+            str(etc / "chart_schema.yaml"),
+            "--lint-conf",
+            str(etc / "lintconf.yaml"),
         ],
         cwd=REPO,
         env=env,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from slinky_harness import charts, toolchain
 from slinky_topology.crdgen import cli as crdgen
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CHARTS = charts.discover_charts()
 
@@ -20,7 +23,13 @@ def test_readme_is_generated_from_values(chart: charts.Chart, tmp_path: Path) ->
     copy = tmp_path / chart.path.name
     shutil.copytree(chart.path, copy)
     proc = subprocess.run(
-        [str(toolchain.ensure("helm-docs")), "--chart-search-root", str(copy), "--log-level", "warning"],
+        [
+            str(toolchain.ensure("helm-docs")),
+            "--chart-search-root",
+            str(copy),
+            "--log-level",
+            "warning",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -35,4 +44,6 @@ def test_readme_is_generated_from_values(chart: charts.Chart, tmp_path: Path) ->
 
 def test_crds_are_current() -> None:
     """The committed CRDs are what the generator makes from the Slinky API model."""
-    assert crdgen.main(["--check"]) == 0, "run `python -m slinky_topology.crdgen` and commit the CRDs"
+    assert crdgen.main(["--check"]) == 0, (
+        "run `python -m slinky_topology.crdgen` and commit the CRDs"
+    )

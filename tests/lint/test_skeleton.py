@@ -20,8 +20,22 @@ REQUIRED_FILES = (
     "templates/validate.yaml",
     "templates/NOTES.txt",
 )
-STANDARD_HELPERS = ("name", "fullname", "chart", "namespace", "labels", "selectorLabels", "image", "imagePullSecrets")
-ARTIFACTHUB_ANNOTATIONS = ("artifacthub.io/license", "artifacthub.io/links", "artifacthub.io/images", "artifacthub.io/changes")
+STANDARD_HELPERS = (
+    "name",
+    "fullname",
+    "chart",
+    "namespace",
+    "labels",
+    "selectorLabels",
+    "image",
+    "imagePullSecrets",
+)
+ARTIFACTHUB_ANNOTATIONS = (
+    "artifacthub.io/license",
+    "artifacthub.io/links",
+    "artifacthub.io/images",
+    "artifacthub.io/changes",
+)
 
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
@@ -30,7 +44,9 @@ def test_files_exist(chart: charts.Chart) -> None:
     missing = [name for name in REQUIRED_FILES if not (chart.path / name).is_file()]
     assert not missing, f"{chart.name} lacks {missing}"
     assert chart.ci_files, f"{chart.name} has no ci/*-values.yaml scenario"
-    assert list((chart.path / "templates" / "tests").glob("*.yaml")), f"{chart.name} has no helm test"
+    assert list((chart.path / "templates" / "tests").glob("*.yaml")), (
+        f"{chart.name} has no helm test"
+    )
 
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
@@ -89,7 +105,11 @@ def test_every_value_is_documented(chart: charts.Chart) -> None:
         indent = len(match[1])
         documented_indents = [i for i in documented_indents if i < indent]
         above = index - 1
-        while above >= 0 and lines[above].lstrip().startswith("#") and not lines[above].lstrip().startswith("# --"):
+        while (
+            above >= 0
+            and lines[above].lstrip().startswith("#")
+            and not lines[above].lstrip().startswith("# --")
+        ):
             above -= 1
         has_doc = above >= 0 and lines[above].lstrip().startswith("# --")
         if has_doc:

@@ -30,7 +30,9 @@ def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _leaves_in(root: dict[str, Any], node: dict[str, Any], value: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any, dict[str, Any]]]:
+def _leaves_in(
+    root: dict[str, Any], node: dict[str, Any], value: Any, path: tuple[str, ...]
+) -> list[tuple[tuple[str, ...], Any, dict[str, Any]]]:
     """(path, default, schema) of every boolean or integer default in ``value``."""
     node = _resolve(root, node)
     if isinstance(value, dict):
@@ -51,17 +53,28 @@ def test_schema_is_strict_self_contained_draft7(chart: charts.Chart) -> None:
     schema = _schema(chart)
     assert schema.get("$schema") == DRAFT7
     jsonschema.Draft7Validator.check_schema(schema)
-    remote = [f"{p}: {v}" for p, v in walk(schema) if p.endswith(".$ref") and not str(v).startswith("#/")]
+    remote = [
+        f"{p}: {v}" for p, v in walk(schema) if p.endswith(".$ref") and not str(v).startswith("#/")
+    ]
     assert not remote, f"remote $ref makes helm go to the network: {remote}"
     assert schema.get("additionalProperties") is False, "the values root must be closed"
     props = schema.get("properties", {})
-    assert "global" in props and "enabled" in props, "subchart use needs global and enabled at the root"
+    assert "global" in props and "enabled" in props, (
+        "subchart use needs global and enabled at the root"
+    )
     open_objects = [
-        p for p, v in walk(schema)
-        if isinstance(v, dict) and v.get("type") == "object" and "properties" in v and "additionalProperties" not in v
+        p
+        for p, v in walk(schema)
+        if isinstance(v, dict)
+        and v.get("type") == "object"
+        and "properties" in v
+        and "additionalProperties" not in v
         and not p.startswith(".properties.global")
     ]
-    assert not open_objects, f"objects with properties must say additionalProperties (false for ours, true for Kubernetes pass-through): {open_objects}"
+    assert not open_objects, (
+        "objects with properties must say additionalProperties "
+        f"(false for ours, true for Kubernetes pass-through): {open_objects}"
+    )
 
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
@@ -69,7 +82,10 @@ def test_values_and_scenarios_validate(chart: charts.Chart) -> None:
     """values.yaml and every ci scenario are valid against the schema."""
     validator = jsonschema.Draft7Validator(_schema(chart))
     for path in [chart.path / "values.yaml", *chart.ci_files]:
-        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(charts.load_yaml(path) or {})]
+        errors = [
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(charts.load_yaml(path) or {})
+        ]
         assert not errors, f"{path}: {errors}"
 
 
@@ -77,14 +93,18 @@ def test_values_and_scenarios_validate(chart: charts.Chart) -> None:
 @pytest.mark.parametrize("binary", ["helm", "helm3"])
 def test_unknown_key_is_rejected_by_name(chart: charts.Chart, binary: str) -> None:
     """A misspelled key fails before rendering, and the message names it."""
-    result = helm.template(chart.path, {"replicaCuont": 2}, helm=binary, kube_version=chart.min_kube_version)
+    result = helm.template(
+        chart.path, {"replicaCuont": 2}, helm=binary, kube_version=chart.min_kube_version
+    )
     assert not result.ok
     assert "replicaCuont" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
 @pytest.mark.parametrize("binary", ["helm", "helm3"])
-def test_nested_unknown_key_and_wrong_type_are_rejected_by_name(chart: charts.Chart, binary: str) -> None:
+def test_nested_unknown_key_and_wrong_type_are_rejected_by_name(
+    chart: charts.Chart, binary: str
+) -> None:
     """For sampled boolean and integer defaults, a wrong type and a sibling typo each fail naming the key."""
     schema = _schema(chart)
     defaults = charts.load_yaml(chart.path / "values.yaml") or {}

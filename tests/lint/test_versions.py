@@ -15,7 +15,9 @@ TARGET = "origin/main"
 
 
 def _git(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
 
 
 def _semver(text: str) -> tuple[int, int, int, bool]:

@@ -35,7 +35,9 @@ def with_registry(values: dict[str, Any], registry: str = SENTINEL_REGISTRY) -> 
     return result
 
 
-def render_problems(chart: charts.Chart, values: dict[str, Any], kube: str) -> tuple[helm.HelmResult, list[str]]:
+def render_problems(
+    chart: charts.Chart, values: dict[str, Any], kube: str
+) -> tuple[helm.HelmResult, list[str]]:
     """Render ``chart`` and return the result with every invariant and schema violation."""
     values = with_registry(values)
     result = helm.template(chart.path, values, kube_version=kube)
@@ -80,6 +82,16 @@ def test_release_namespace_and_name_flow_everywhere(chart: charts.Chart) -> None
     problems = manifests.check_namespaces(result.docs, "elsewhere", manifests.value_strings(values))
     assert not problems, "\n".join(problems)
     default = helm.template(chart.path, values, kube_version=NEWEST)
-    default_names = {(d["kind"], d["metadata"]["name"]) for d in default.docs if d["kind"] != "CustomResourceDefinition"}
-    other_names = {(d["kind"], d["metadata"]["name"]) for d in result.docs if d["kind"] != "CustomResourceDefinition"}
-    assert not default_names & other_names, f"names not scoped to the release: {sorted(default_names & other_names)}"
+    default_names = {
+        (d["kind"], d["metadata"]["name"])
+        for d in default.docs
+        if d["kind"] != "CustomResourceDefinition"
+    }
+    other_names = {
+        (d["kind"], d["metadata"]["name"])
+        for d in result.docs
+        if d["kind"] != "CustomResourceDefinition"
+    }
+    assert not default_names & other_names, (
+        f"names not scoped to the release: {sorted(default_names & other_names)}"
+    )

@@ -62,7 +62,9 @@ def check_render(chart: charts.Chart, values: dict[str, Any]) -> None:
             f"render failed without a chart message (bug markers: {bugs}):\n{result.stderr}"
         )
         return
-    problems = manifests.all_invariants(result.docs, namespace=helm.DEFAULT_NAMESPACE, values=values, registry=REGISTRY)
+    problems = manifests.all_invariants(
+        result.docs, namespace=helm.DEFAULT_NAMESPACE, values=values, registry=REGISTRY
+    )
     problems += kubeschema.schema_set(NEWEST).validate_all(result.docs)
     assert not problems, "\n".join(problems)
 
@@ -90,9 +92,11 @@ def test_schema_invalid_values_are_rejected_before_rendering(chart: charts.Chart
     closed = valuegen.closed_object_paths(schema)
     typed = valuegen.typed_leaf_paths(schema)
 
-    unknown_key = st.tuples(st.sampled_from(closed), st.from_regex(r"zz[a-z]{1,6}", fullmatch=True)).map(
-        lambda c: (*c[0], c[1])
-    ).map(lambda p: (p, "surprise"))
+    unknown_key = (
+        st.tuples(st.sampled_from(closed), st.from_regex(r"zz[a-z]{1,6}", fullmatch=True))
+        .map(lambda c: (*c[0], c[1]))
+        .map(lambda p: (p, "surprise"))
+    )
     wrong_type = st.sampled_from(typed).map(lambda p: (p[0], "not-a-" + p[1]))
 
     @given(st.one_of(unknown_key, wrong_type))

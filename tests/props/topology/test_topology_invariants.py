@@ -11,7 +11,7 @@ import hostlist as oracle
 import yaml
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from topo_strategies import fabrics, permuted
+from tests.props.topology.topo_strategies import fabrics, permuted
 
 from slinky_topology import hostlist
 from slinky_topology.build import Plan, plan

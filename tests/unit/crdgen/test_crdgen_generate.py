@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from crdgen_support import CRD_DIR, GROUP, KINDS, crds
+from tests.unit.crdgen.crdgen_support import CRD_DIR, GROUP, KINDS, crds
 
 from slinky_topology.crdgen import main
 from slinky_topology.crdgen.cli import generate

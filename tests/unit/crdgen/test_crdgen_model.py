@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from crdgen_support import GROUP, VERSION, crds
+from tests.unit.crdgen.crdgen_support import GROUP, VERSION, crds
 
 from slinky_topology.crdgen.dsl import ListOf, MapOf, Named, Scalar, load_model, parse_type
 from slinky_topology.crdgen.errors import ModelError

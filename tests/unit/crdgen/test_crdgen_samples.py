@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from crdgen_support import (
+from tests.unit.crdgen.crdgen_support import (
     GROUP,
     KINDS,
     VERSION,
@@ -16,7 +16,7 @@ from crdgen_support import (
     samples,
     value_paths,
 )
-from crdgen_support import schema_paths as all_paths
+from tests.unit.crdgen.crdgen_support import schema_paths as all_paths
 
 from slinky_topology.crdgen.cel import evaluate_rules
 from slinky_topology.crdgen.defaulting import apply_defaults

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from crdgen_support import GROUP, VERSION, crds, schema_paths
+from tests.unit.crdgen.crdgen_support import GROUP, VERSION, crds, schema_paths
 
 from slinky_topology.crdgen.cel import compile_rules
 from slinky_topology.crdgen.dsl import load_model
@@ -22,7 +22,8 @@ KIND_IDS = sorted(kind for _, kind in crds())
 
 
 def _crd(kind: str) -> dict[str, Any]:
-    return crds()[(GROUP, kind)]
+    crd: dict[str, Any] = crds()[(GROUP, kind)]
+    return crd
 
 
 @pytest.mark.parametrize("kind", KIND_IDS)

@@ -12,7 +12,10 @@ def _service_monitor(**endpoint: Any) -> dict[str, Any]:
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": {"name": "m", "namespace": "ns"},
-        "spec": {"selector": {"matchLabels": {"a": "b"}}, "endpoints": [{"port": "metrics", **endpoint}]},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "endpoints": [{"port": "metrics", **endpoint}],
+        },
     }
 
 
@@ -32,7 +35,12 @@ def test_core_kind_unknown_field_is_rejected() -> None:
 
 def test_core_kind_wrong_type_is_rejected() -> None:
     schemas = kubeschema.schema_set("1.29.0")
-    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": "two"}}
+    bad = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"replicas": "two"},
+    }
     assert any(".spec.replicas" in p for p in schemas.validate(bad))
 
 
@@ -44,7 +52,9 @@ def test_third_party_crds_validate_strictly() -> None:
 
 def test_unknown_kind_is_an_error_not_a_pass() -> None:
     schemas = kubeschema.schema_set("1.29.0")
-    problems = schemas.validate({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
+    problems = schemas.validate(
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    )
     assert problems and "no schema" in problems[0]
 
 

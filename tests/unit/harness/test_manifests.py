@@ -46,7 +46,10 @@ def deployment(**spec_overrides: Any) -> dict[str, Any]:
 
 
 def test_clean_deployment_passes_everything() -> None:
-    assert manifests.all_invariants([deployment()], namespace="ns", values={}, registry="reg.example") == []
+    assert (
+        manifests.all_invariants([deployment()], namespace="ns", values={}, registry="reg.example")
+        == []
+    )
 
 
 def test_duplicate_objects_are_reported() -> None:
@@ -63,7 +66,11 @@ def test_duplicate_objects_are_reported() -> None:
     ],
 )
 def test_bad_names_are_reported(kind: str, name: str) -> None:
-    doc = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": "ns", "labels": LABELS}}
+    doc = {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "ns", "labels": LABELS},
+    }
     assert manifests.check_names([doc])
 
 
@@ -83,9 +90,17 @@ def test_selector_that_misses_the_template_is_reported() -> None:
     "mutate",
     [
         pytest.param(lambda c, s: c["env"].append({"name": "A", "value": "2"}), id="env"),
-        pytest.param(lambda c, s: c["ports"].append({"name": "other", "containerPort": 8080}), id="port-number"),
-        pytest.param(lambda c, s: c["volumeMounts"].append({"name": "x", "mountPath": "/data"}), id="mount-path"),
-        pytest.param(lambda c, s: s["volumes"].append({"name": "data", "emptyDir": {}}), id="volume"),
+        pytest.param(
+            lambda c, s: c["ports"].append({"name": "other", "containerPort": 8080}),
+            id="port-number",
+        ),
+        pytest.param(
+            lambda c, s: c["volumeMounts"].append({"name": "x", "mountPath": "/data"}),
+            id="mount-path",
+        ),
+        pytest.param(
+            lambda c, s: s["volumes"].append({"name": "data", "emptyDir": {}}), id="volume"
+        ),
         pytest.param(lambda c, s: s["containers"].append(copy.deepcopy(c)), id="container"),
     ],
 )
@@ -109,7 +124,11 @@ def test_hard_coded_namespace_is_reported() -> None:
 
 
 def test_cluster_scoped_object_with_namespace_is_reported() -> None:
-    doc = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r", "namespace": "ns"}}
+    doc = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "r", "namespace": "ns"},
+    }
     assert manifests.check_namespaces([doc], "ns")
 
 
