@@ -77,6 +77,7 @@ def unit(session: nox.Session) -> None:
 def slurm(session: nox.Session) -> None:
     """Real Slurm 26.05 (a Debian sid chroot): generated topology loads in slurmctld."""
     _install(session, "test")
+    session.env["SLINKY_REQUIRE_SLURM"] = "1"  # fail, never skip, when the tier cannot run
     _pytest(session, "tests/slurm")
 
 
