@@ -69,8 +69,8 @@ Selector labels: name, instance and component only.
 Usage: {{ include "slurm-cluster.selectorLabels" (dict "context" . "component" "controller") }}
 */}}
 {{- define "slurm-cluster.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "slurm-cluster.name" .context }}
-app.kubernetes.io/instance: {{ .context.Release.Name }}
+app.kubernetes.io/name: {{ include "slurm-cluster.name" .context | quote }}
+app.kubernetes.io/instance: {{ .context.Release.Name | quote }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
@@ -79,7 +79,7 @@ Full metadata labels: selector labels plus chart, version, part-of and managed-b
 Usage: {{ include "slurm-cluster.labels" (dict "context" . "component" "controller") }}
 */}}
 {{- define "slurm-cluster.labels" -}}
-helm.sh/chart: {{ include "slurm-cluster.chart" .context }}
+helm.sh/chart: {{ include "slurm-cluster.chart" .context | quote }}
 {{ include "slurm-cluster.selectorLabels" . }}
 {{- with .context.Chart.AppVersion }}
 app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
@@ -155,7 +155,7 @@ Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.contr
 */}}
 {{- define "slurm-cluster.container" -}}
 image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
-imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "image" .c.image) }}
+imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "image" .c.image) | quote }}
 {{- with .c.args }}
 args:
   {{- toYaml . | nindent 2 }}
@@ -220,7 +220,7 @@ Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.con
 */}}
 {{- define "slurm-cluster.podMetadata" -}}
 labels:
-  helm.sh/chart: {{ include "slurm-cluster.chart" .context }}
+  helm.sh/chart: {{ include "slurm-cluster.chart" .context | quote }}
   app.kubernetes.io/part-of: slurm
   {{- with .c.podLabels }}
   {{- toYaml . | nindent 2 }}
@@ -341,8 +341,8 @@ Usage: {{ include "slurm-cluster.keySecret" (dict "context" . "name" $name "key"
 apiVersion: v1
 kind: Secret
 metadata:
-  name: {{ .name }}
-  namespace: {{ $ns }}
+  name: {{ .name | quote }}
+  namespace: {{ $ns | quote }}
   labels:
     {{- include "slurm-cluster.labels" (dict "context" .context "component" "auth") | nindent 4 }}
   {{- with .annotations }}

@@ -22,7 +22,7 @@ Usage: {{- include "slurm-cluster.networkPolicy.clusterPeers" . | nindent 8 }}
           - {{ include "slurm-cluster.name" . }}
 - namespaceSelector:
     matchLabels:
-      kubernetes.io/metadata.name: {{ .Values.networkPolicy.operatorNamespace }}
+      kubernetes.io/metadata.name: {{ .Values.networkPolicy.operatorNamespace | quote }}
 {{- end }}
 
 {{- /*
@@ -33,15 +33,15 @@ Usage: {{ include "slurm-cluster.networkPolicy" (dict "context" . "component" "c
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata:
-  name: {{ include "slurm-cluster.componentName" (dict "context" .context "suffix" .component) }}
-  namespace: {{ include "slurm-cluster.namespace" .context }}
+  name: {{ include "slurm-cluster.componentName" (dict "context" .context "suffix" .component) | quote }}
+  namespace: {{ include "slurm-cluster.namespace" .context | quote }}
   labels:
     {{- include "slurm-cluster.labels" (dict "context" .context "component" .component) | nindent 4 }}
 spec:
   podSelector:
     matchLabels:
-      app.kubernetes.io/name: {{ .app }}
-      app.kubernetes.io/instance: {{ .instance }}
+      app.kubernetes.io/name: {{ .app | quote }}
+      app.kubernetes.io/instance: {{ .instance | quote }}
   policyTypes:
     - Ingress
   ingress:
