@@ -1,0 +1,617 @@
+"""The labeler controller: watch Nodes, compute the topology, publish what changed.
+
+``python -m slinky_topology.labeler [flags]`` runs :func:`main`. Threads:
+
+* watcher: list Nodes (resourceVersion), then watch from it; a 410 Gone or any stream error
+  re-lists (after a backoff for errors), so the controller survives API server restarts;
+  bookmarks advance the resourceVersion; only label/annotation changes mark the cache dirty;
+* elector (with ``--lease-name``): renews the Lease every retry period; only the leader writes;
+* main: after a change (debounced) or every ``--resync-seconds``, one pass:
+  nodes -> :func:`reconcile.desired_state` -> :func:`reconcile.reconcile` -> publish
+  (or print the diff with ``--dry-run``). Bad input keeps the last good state, records a
+  Warning Event on the ConfigMap and counts ``errors_total{kind="validation"}``.
+
+Offline: ``--from-nodes nodes.json`` (``kubectl get nodes -o json``) runs one dry pass without
+a cluster; ``--configmap-file`` gives the current topology.yaml to diff against.
+Logs are JSON lines on stderr; the diff of ``--dry-run`` goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_topology import __version__
+from slinky_topology.errors import InputError, TopologyError
+from slinky_topology.labeler.kube import status_of
+from slinky_topology.labeler.metrics import HealthServer, Metrics
+from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
+from slinky_topology.labeler.reconcile import (
+    CONFIGMAP_KEY,
+    Plan,
+    current_from_items,
+    desired_state,
+    plan_json,
+    reconcile,
+)
+from slinky_topology.sources.fabric_file import fabric_from_data, load_fabric
+from slinky_topology.sources.k8s_nodes import PRESETS, node_items
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from slinky_topology.labeler.kube import ClusterAPI
+    from slinky_topology.labeler.leader import LeaderElector
+    from slinky_topology.model import Fabric
+
+__all__ = ["Controller", "JsonFormatter", "build_parser", "main"]
+
+log = logging.getLogger("slinky_topology.labeler")
+
+_STD_ATTRS = frozenset(
+    logging.LogRecord("", 0, "", 0, "", (), None).__dict__.keys() | {"message", "asctime"}
+)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, msg and every ``extra`` field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STD_ATTRS and not key.startswith("_"):
+                body[key] = value
+        if record.exc_info:
+            body["exc"] = self.formatException(record.exc_info)
+        return json.dumps(body, default=str, sort_keys=False)
+
+
+def setup_logging(level: str, stream: IO[str] | None = None) -> None:
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("slinky_topology")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m slinky_topology.labeler",
+        description=(
+            "Label Kubernetes Nodes with their fabric position, annotate them with the Slinky "
+            "topology spec and publish topology.yaml (dynamic shape) in a ConfigMap. "
+            "`python -m slinky_topology.labeler discover --help`: per-node NVML discovery."
+        ),
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    src = p.add_argument_group("input")
+    src.add_argument(
+        "--preset",
+        default="auto",
+        choices=["auto", *sorted(PRESETS)],
+        help="label preset of the Node labels (default: auto)",
+    )
+    src.add_argument("--label-map", help="custom keys: accelerator=KEY,leaf=KEY,spine=KEY,...")
+    src.add_argument(
+        "--node-selector",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only Nodes with this label (repeatable); others lose the owned keys",
+    )
+    src.add_argument(
+        "--slurm-name-key", help="label/annotation holding the Slurm node name (default: Node name)"
+    )
+    src.add_argument(
+        "--fabric-configmap",
+        metavar="NAME",
+        help="read the fabric file from this ConfigMap (in --namespace) instead of Node labels",
+    )
+    src.add_argument(
+        "--fabric-key", default="fabric.yaml", help="data key of --fabric-configmap (fabric.yaml)"
+    )
+    src.add_argument("--fabric-file", metavar="PATH", help="fabric file on disk (offline runs)")
+    src.add_argument(
+        "--from-nodes",
+        metavar="FILE",
+        help="offline: Nodes from `kubectl get nodes -o json`; implies --dry-run --once",
+    )
+    src.add_argument(
+        "--configmap-file",
+        metavar="FILE",
+        help="offline: current topology.yaml to diff against (default: none exists)",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--configmap", default="gpu-topology", metavar="NAME", help="ConfigMap the labeler owns"
+    )
+    out.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        help="namespace of the ConfigMaps, Lease and Events (default: $POD_NAMESPACE)",
+    )
+    out.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    out.add_argument(
+        "--output", choices=["text", "json"], default="text", help="dry-run diff format"
+    )
+    run = p.add_argument_group("run")
+    run.add_argument("--once", action="store_true", help="one pass, then exit")
+    run.add_argument("--resync-seconds", type=_positive, default=300.0)
+    run.add_argument(
+        "--debounce-seconds", type=float, default=2.0, help="wait for more changes before a pass"
+    )
+    run.add_argument("--qps", type=float, default=20.0, help="API writes per second (0: no limit)")
+    run.add_argument("--burst", type=int, default=40, help="API write burst")
+    run.add_argument(
+        "--lease-name", default="", help="Lease for leader election (empty: no election)"
+    )
+    run.add_argument("--lease-duration", type=_positive, default=15.0)
+    run.add_argument("--renew-deadline", type=_positive, default=10.0)
+    run.add_argument("--retry-period", type=_positive, default=2.0)
+    run.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+        help="leader election identity (default: $POD_NAME)",
+    )
+    run.add_argument(
+        "--metrics-port", type=_port, default=8080, help="/metrics /healthz /readyz (0: off)"
+    )
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def _read_structured(path: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", location=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"not JSON or YAML: {exc}", location=path) from None
+
+
+def _selector(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--node-selector {item!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _interesting(node: Mapping[str, Any]) -> tuple[Any, Any]:
+    meta = node.get("metadata") or {}
+    return (meta.get("labels") or {}), (meta.get("annotations") or {})
+
+
+class Controller:
+    """State and loops of one labeler process (see module doc)."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        api: ClusterAPI | None,
+        *,
+        metrics: Metrics | None = None,
+        elector: LeaderElector | None = None,
+        out: IO[str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.args = args
+        self.api = api
+        self.metrics = metrics or Metrics()
+        self.elector = elector
+        self.out = out or sys.stdout
+        self._sleep = sleep
+        self.selector = _selector(args.node_selector)
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.resource_version: str | None = None
+        self.lock = threading.Lock()
+        self.synced = threading.Event()
+        self.dirty = threading.Event()
+        self.stop = threading.Event()
+        self.last_pass_ok: bool | None = None
+        self.backoff = Backoff()
+        self.publisher: Publisher | None = None
+        if api is not None and not args.dry_run:
+            self.publisher = Publisher(
+                api,
+                namespace=args.namespace,
+                configmap=args.configmap,
+                limiter=TokenBucket(args.qps, args.burst),
+                backoff=self.backoff,
+                metrics=self.metrics,
+                sleep=sleep,
+                guard=self.may_write,
+            )
+
+    # ---------------------------------------------------------------- leadership
+
+    def may_write(self) -> bool:
+        """Writes are allowed without election, or while leader."""
+        return self.elector is None or self.elector.is_leader
+
+    def elect_loop(self) -> None:
+        assert self.elector is not None
+        while not self.stop.is_set():
+            was = self.elector.is_leader
+            now = self.elector.try_acquire_or_renew()
+            self.metrics.leader.set(1 if now else 0)
+            if now and not was:
+                self.dirty.set()  # a new leader reconciles at once
+            self.stop.wait(self.elector.retry_period)
+
+    # ---------------------------------------------------------------- nodes
+
+    def relist(self) -> None:
+        assert self.api is not None
+        items, version = self.api.list_nodes()
+        with self.lock:
+            self.nodes = {str(i["metadata"]["name"]): i for i in items}
+            self.resource_version = version
+        self.synced.set()
+        self.dirty.set()
+        log.info("listed nodes", extra={"nodes": len(items), "resourceVersion": version})
+
+    def handle_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """Apply one watch event to the cache; raise on ERROR (410 Gone: caller re-lists)."""
+        meta = obj.get("metadata") or {}
+        if kind == "ERROR":
+            code = obj.get("code")
+            raise WatchGone(str(obj.get("message", "")), code if isinstance(code, int) else None)
+        version = meta.get("resourceVersion")
+        if kind == "BOOKMARK":
+            if version:
+                self.resource_version = str(version)
+            return
+        name = meta.get("name")
+        if not isinstance(name, str):
+            return
+        with self.lock:
+            old = self.nodes.get(name)
+            if kind == "DELETED":
+                self.nodes.pop(name, None)
+                changed = old is not None
+            else:
+                self.nodes[name] = dict(obj)
+                changed = old is None or _interesting(old) != _interesting(obj)
+            if version:
+                self.resource_version = str(version)
+        if changed:
+            self.dirty.set()
+
+    def watch_once(self, timeout_seconds: int = 300) -> None:
+        """List if needed, then consume one watch stream (returns at its timeout)."""
+        assert self.api is not None
+        if self.resource_version is None:
+            self.relist()
+        assert self.resource_version is not None
+        for kind, obj in self.api.watch_nodes(self.resource_version, timeout_seconds):
+            self.handle_event(kind, obj)
+            if self.stop.is_set():
+                return
+
+    def watch_loop(self) -> None:
+        failures = 0
+        delays = Backoff(initial=1.0, maximum=30.0, attempts=10).delays()
+        while not self.stop.is_set():
+            try:
+                self.watch_once()
+                failures = 0
+            except Exception as exc:
+                gone = (isinstance(exc, WatchGone) and exc.code == 410) or status_of(exc) == 410
+                self.resource_version = None  # re-list: the cache may have missed events
+                if gone:
+                    log.info("watch expired (410 Gone); re-listing")
+                    continue
+                self.metrics.errors.labels(kind="watch").inc()
+                delay = delays[min(failures, len(delays) - 1)]
+                failures += 1
+                log.warning("watch failed", extra={"error": str(exc)[:300], "retry_in": delay})
+                self.stop.wait(delay)
+
+    # ---------------------------------------------------------------- one pass
+
+    def load_fabric(self) -> Fabric | None:
+        args = self.args
+        if args.fabric_file:
+            return load_fabric(args.fabric_file)
+        if args.fabric_configmap:
+            if self.api is None:
+                raise InputError("--fabric-configmap needs a cluster (use --fabric-file offline)")
+            cm = self.api.get_configmap(args.namespace, args.fabric_configmap)
+            where = f"configmap {args.namespace}/{args.fabric_configmap}"
+            if cm is None:
+                raise InputError("not found", location=where)
+            text = (cm.get("data") or {}).get(args.fabric_key)
+            if not isinstance(text, str):
+                raise InputError(f"has no data key {args.fabric_key!r}", location=where)
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise InputError(f"not valid YAML: {exc}", location=where) from None
+            return fabric_from_data(data, f"{where}:{args.fabric_key}", text)
+        return None
+
+    def current_configmap(self) -> Mapping[str, str] | None:
+        if self.args.from_nodes:
+            if not self.args.configmap_file:
+                return None
+            try:
+                text = Path(self.args.configmap_file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InputError(
+                    f"cannot read: {exc.strerror}", location=self.args.configmap_file
+                ) from None
+            return {CONFIGMAP_KEY: text}
+        assert self.api is not None
+        cm = self.api.get_configmap(self.args.namespace, self.args.configmap)
+        return None if cm is None else dict(cm.get("data") or {})
+
+    def run_pass(self) -> bool:
+        """One reconcile pass; return whether it succeeded (nothing bad was published)."""
+        started = time.monotonic()
+        with self.lock:
+            items = list(self.nodes.values())
+        self.metrics.nodes_seen.set(len(items))
+        args = self.args
+        try:
+            desired = desired_state(
+                items,
+                preset=args.preset,
+                label_map=args.label_map,
+                fabric=self.load_fabric(),
+                node_selector=self.selector or None,
+                slurm_name_key=args.slurm_name_key,
+            )
+        except TopologyError as exc:
+            return self._failed(exc, "TopologyInvalid")
+        for finding in desired.warnings:
+            log.warning("topology warning", extra={"finding": str(finding)})
+        try:
+            plan = reconcile(desired, current_from_items(items, self.current_configmap()))
+        except TopologyError as exc:
+            return self._failed(exc, "InputInvalid")
+        except Exception as exc:
+            return self._failed(exc, "ApiError")
+        if args.dry_run or self.publisher is None:
+            self.out.write(
+                plan_json(plan)
+                if args.output == "json"
+                else plan.describe(f"{args.namespace}/{args.configmap}")
+            )
+            self.out.flush()
+            return self._ok(plan, 0, started)
+        try:
+            writes = self.publisher.apply(plan)
+        except PublishError as exc:
+            self.metrics.passes.labels(result="error").inc()
+            self.last_pass_ok = False
+            log.error("publish failed", extra={"error": str(exc)[:1000]})
+            return False
+        except TopologyError as exc:
+            return self._failed(exc, "TopologyInvalid")
+        return self._ok(plan, writes, started)
+
+    def _ok(self, plan: Plan, writes: int, started: float) -> bool:
+        self.metrics.passes.labels(result="ok").inc()
+        self.metrics.last_success.set(time.time())
+        self.last_pass_ok = True
+        log.info(
+            "pass done",
+            extra={
+                "nodes": len(self.nodes),
+                "planned": plan.writes,
+                "writes": writes,
+                "dry_run": bool(self.args.dry_run),
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
+        return True
+
+    def _failed(self, exc: BaseException, reason: str) -> bool:
+        self.metrics.passes.labels(result="error").inc()
+        self.last_pass_ok = False
+        log.error(
+            "pass failed; last good state kept", extra={"reason": reason, "error": str(exc)[:2000]}
+        )
+        if self.publisher is not None and self.may_write():
+            self.publisher.record_failure(exc, reason)
+        else:
+            self.metrics.errors.labels(kind="validation").inc()
+        return False
+
+    # ---------------------------------------------------------------- main loop
+
+    def ready(self) -> bool:
+        return self.synced.is_set() and self.last_pass_ok is not False
+
+    def live(self) -> bool:
+        return not self.stop.is_set()
+
+    def run_forever(self) -> int:
+        threads = [threading.Thread(target=self.watch_loop, name="watch", daemon=True)]
+        if self.elector is not None:
+            threads.append(threading.Thread(target=self.elect_loop, name="elect", daemon=True))
+        for t in threads:
+            t.start()
+        next_resync = time.monotonic() + self.args.resync_seconds
+        try:
+            while not self.stop.is_set():
+                timeout = max(0.0, next_resync - time.monotonic())
+                self.dirty.wait(timeout=min(timeout, 1.0))
+                due = time.monotonic() >= next_resync
+                if not (self.dirty.is_set() or due) or not self.synced.is_set():
+                    continue
+                if not (self.args.dry_run or self.may_write()):
+                    continue  # a follower only watches; the new leader reconciles at once
+                if self.dirty.is_set() and self.args.debounce_seconds > 0:
+                    self.stop.wait(self.args.debounce_seconds)
+                self.dirty.clear()
+                self.run_pass()
+                next_resync = time.monotonic() + self.args.resync_seconds
+        finally:
+            self.stop.set()
+            if self.elector is not None:
+                self.elector.release()
+                self.metrics.leader.set(0)
+        return 0
+
+
+class WatchGone(Exception):
+    """A watch ERROR event (``code`` 410: the resourceVersion is too old)."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message or f"watch error {code}")
+        self.code = code
+
+
+def _offline_nodes(path: str) -> list[dict[str, Any]]:
+    return [dict(i) for i in node_items(_read_structured(path))]
+
+
+def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None) -> int:
+    """Entry point; returns 0 ok, 1 bad input or failed pass, 2 usage."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["discover"]:
+        from slinky_topology.labeler.discover import main as discover_main  # noqa: PLC0415
+
+        return discover_main(argv[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if not args.renew_deadline < args.lease_duration or not args.retry_period < args.renew_deadline:
+        print("error: need --retry-period < --renew-deadline < --lease-duration", file=sys.stderr)
+        return 2
+    if args.fabric_file and args.fabric_configmap:
+        print("error: give --fabric-file or --fabric-configmap, not both", file=sys.stderr)
+        return 2
+    if args.configmap_file and not args.from_nodes:
+        print("error: --configmap-file only goes with --from-nodes", file=sys.stderr)
+        return 2
+    setup_logging(args.log_level)
+    if args.from_nodes:
+        args.dry_run = True
+        args.once = True
+        controller = Controller(args, None, out=out)
+        try:
+            controller.nodes = {n["metadata"]["name"]: n for n in _offline_nodes(args.from_nodes)}
+            controller.current_configmap()  # read errors are usage-level input errors
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        controller.synced.set()
+        return 0 if controller.run_pass() else 1
+    return _run_cluster(args, out)
+
+
+def _run_cluster(args: argparse.Namespace, out: IO[str] | None) -> int:
+    from slinky_topology.labeler.kube import (  # noqa: PLC0415
+        KubeClusterAPI,
+        KubeLeaseAPI,
+        load_clients,
+    )
+    from slinky_topology.labeler.leader import LeaderElector  # noqa: PLC0415
+
+    try:
+        api_client = load_clients(args.kubeconfig)
+    except Exception as exc:
+        print(f"error: no Kubernetes configuration: {exc}", file=sys.stderr)
+        return 1
+    elector = None
+    if args.lease_name and not args.dry_run:
+        elector = LeaderElector(
+            KubeLeaseAPI(api_client),
+            name=args.lease_name,
+            namespace=args.namespace,
+            identity=args.identity,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        )
+    metrics = Metrics()
+    controller = Controller(
+        args, KubeClusterAPI(api_client), metrics=metrics, elector=elector, out=out
+    )
+    server: HealthServer | None = None
+    if args.metrics_port:
+        server = HealthServer(
+            metrics, args.metrics_port, live=controller.live, ready=controller.ready
+        ).start()
+    try:
+        if args.once:
+            return _run_once(controller)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: controller.stop.set())
+        log.info(
+            "starting",
+            extra={
+                "version": __version__,
+                "namespace": args.namespace,
+                "configmap": args.configmap,
+                "dry_run": args.dry_run,
+                "lease": args.lease_name or None,
+            },
+        )
+        return controller.run_forever()
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _run_once(controller: Controller) -> int:
+    try:
+        controller.relist()
+    except Exception as exc:
+        print(f"error: listing Nodes failed: {exc}", file=sys.stderr)
+        return 1
+    elector = controller.elector
+    if elector is not None and not elector.try_acquire_or_renew():
+        log.info("another instance is the leader; nothing to do")
+        return 0
+    try:
+        return 0 if controller.run_pass() else 1
+    finally:
+        if elector is not None:
+            elector.release()

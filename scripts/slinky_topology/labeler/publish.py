@@ -1,0 +1,339 @@
+"""Apply a :class:`~slinky_topology.labeler.reconcile.Plan` to the cluster.
+
+* Nodes: one JSON merge patch per Node (``application/merge-patch+json``) carrying only the
+  owned keys that change (``null`` deletes), so keys owned by others are never sent.
+* ConfigMap: created when missing, else replaced (with its ``resourceVersion``) when its data
+  differs. Before any write the topology text is parsed back and validated
+  (:func:`validate_topology_text`); a bad topology is never published: the last good ConfigMap
+  stays, a Warning Event is recorded on it and the error metric counts it.
+* Every write waits for a token of a :class:`TokenBucket` (``--qps``/``--burst``) and API errors
+  are retried with exponential :class:`Backoff` (429, 5xx, 409 on replace, connection errors).
+  Clocks and sleeps are injected so tests run without waiting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from slinky_topology import __version__
+from slinky_topology.errors import Finding, TopologyError, ValidationError
+from slinky_topology.labeler.kube import status_of
+from slinky_topology.labeler.reconcile import CONFIGMAP_KEY
+from slinky_topology.parse import parse_topology_yaml
+from slinky_topology.validate import raise_on_errors, size_findings, validate_doc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from slinky_topology.labeler.kube import ClusterAPI
+    from slinky_topology.labeler.metrics import Metrics
+    from slinky_topology.labeler.reconcile import Plan
+
+__all__ = [
+    "MANAGED_BY",
+    "Backoff",
+    "PublishError",
+    "Publisher",
+    "TokenBucket",
+    "retriable",
+    "validate_topology_text",
+    "with_retries",
+]
+
+log = logging.getLogger("slinky_topology.labeler")
+T = TypeVar("T")
+MANAGED_BY = "gpu-topology-labeler"
+RETRIABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class PublishError(TopologyError):
+    """Writing to the API failed after every retry."""
+
+
+class TokenBucket:
+    """Token bucket: ``qps`` tokens per second, at most ``burst`` saved. Thread safe.
+
+    ``qps <= 0`` disables the limit.
+    """
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = float(self.burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+
+    def try_acquire(self) -> bool:
+        """Take a token if one is available now."""
+        if self.qps <= 0:
+            return True
+        with self._lock:
+            self._refill()
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return True
+            return False
+
+    def acquire(self) -> float:
+        """Take a token, sleeping until one is available; return the seconds waited."""
+        if self.qps <= 0:
+            return 0.0
+        waited = 0.0
+        while True:
+            with self._lock:
+                self._refill()
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return waited
+                wait = (1 - self._tokens) / self.qps
+            self._sleep(wait)
+            waited += wait
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff: ``initial * factor**n`` seconds, capped at ``maximum``."""
+
+    initial: float = 0.5
+    factor: float = 2.0
+    maximum: float = 30.0
+    attempts: int = 6
+
+    def delays(self) -> list[float]:
+        """The sleeps between the ``attempts`` tries."""
+        return [min(self.maximum, self.initial * self.factor**n) for n in range(self.attempts - 1)]
+
+
+def retriable(exc: BaseException) -> bool:
+    """Retry on 408/409/429/5xx and on connection errors (no HTTP status)."""
+    status = status_of(exc)
+    if status is None:
+        return isinstance(exc, OSError | ConnectionError) or type(exc).__module__.startswith(
+            "urllib3"
+        )
+    return status in RETRIABLE_STATUS
+
+
+def with_retries(
+    call: Callable[[], T],
+    backoff: Backoff,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    what: str = "API call",
+    on_retry: Callable[[BaseException], None] | None = None,
+) -> T:
+    """Run ``call``, retrying retriable errors with ``backoff``; raise the last error."""
+    delays = backoff.delays()
+    for attempt in range(len(delays) + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if not retriable(exc) or attempt == len(delays):
+                raise
+            if on_retry is not None:
+                on_retry(exc)
+            log.warning(
+                "retrying",
+                extra={
+                    "what": what,
+                    "attempt": attempt + 1,
+                    "delay": delays[attempt],
+                    "error": str(exc)[:300],
+                },
+            )
+            sleep(delays[attempt])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def validate_topology_text(text: str) -> None:
+    """Parse ``text`` as topology.yaml and apply every rule; raise ValidationError if bad.
+
+    An empty text, or one whose topologies hold no tree or block unit, is refused.
+    """
+    if not text.strip():
+        raise ValidationError(
+            [Finding("error", "topology.yaml", "is empty", fix="keep the last good ConfigMap")],
+            what="topology to publish",
+        )
+    doc = parse_topology_yaml(text, location=CONFIGMAP_KEY)
+    findings = validate_doc(doc, location=CONFIGMAP_KEY)
+    findings += size_findings(text, CONFIGMAP_KEY)
+    if all(t.kind == "flat" for t in doc.topologies):
+        findings.append(
+            Finding(
+                "error",
+                "topology.yaml",
+                "holds only flat topologies (no switch or block): nothing to place nodes in",
+                fix="check the node labels or fabric file",
+            )
+        )
+    raise_on_errors(findings, what="topology to publish")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Publisher:
+    """Writes plans for one ConfigMap; see the module doc."""
+
+    def __init__(
+        self,
+        api: ClusterAPI,
+        *,
+        namespace: str,
+        configmap: str,
+        limiter: TokenBucket,
+        backoff: Backoff,
+        metrics: Metrics,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], str] = _now,
+        guard: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.configmap = configmap
+        self.limiter = limiter
+        self.backoff = backoff
+        self.metrics = metrics
+        self._sleep = sleep
+        self._now = now
+        self.guard = guard
+
+    def _call(self, call: Callable[[], T], what: str) -> T:
+        self.limiter.acquire()
+        if not self.guard():
+            raise PublishError(f"{what}: not the leader any more; stopped writing")
+        try:
+            return with_retries(
+                call,
+                self.backoff,
+                sleep=self._sleep,
+                what=what,
+                on_retry=lambda _: self.metrics.errors.labels(kind="api_retry").inc(),
+            )
+        except Exception as exc:
+            self.metrics.errors.labels(kind="api").inc()
+            raise PublishError(f"{what} failed: {exc}") from exc
+
+    def configmap_body(
+        self, data: Mapping[str, str], resource_version: str | None
+    ) -> dict[str, Any]:
+        text = "".join(data[k] for k in sorted(data))
+        meta: dict[str, Any] = {
+            "name": self.configmap,
+            "namespace": self.namespace,
+            "labels": {
+                "app.kubernetes.io/managed-by": MANAGED_BY,
+                "app.kubernetes.io/part-of": "slinky-topology",
+            },
+            "annotations": {
+                "topology.slinky.slurm.net/generator": f"slinky-topology {__version__}",
+                "topology.slinky.slurm.net/content-sha256": hashlib.sha256(
+                    text.encode()
+                ).hexdigest(),
+                "topology.slinky.slurm.net/last-updated": self._now(),
+            },
+        }
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
+
+    def record_failure(self, error: BaseException, reason: str = "TopologyInvalid") -> None:
+        """Warning Event on the ConfigMap and the error metric; never raises."""
+        self.metrics.errors.labels(
+            kind="validation"
+            if isinstance(error, TopologyError) and not isinstance(error, PublishError)
+            else "api"
+        ).inc()
+        message = str(error)
+        if len(message) > 1000:
+            message = message[:997] + "..."
+        stamp = self._now()
+        suffix = hashlib.sha256(f"{stamp}{message}".encode()).hexdigest()[:10]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{self.configmap}.{suffix}", "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": self.configmap,
+                "namespace": self.namespace,
+            },
+            "reason": reason,
+            "message": message + " (the last good topology is kept)",
+            "type": "Warning",
+            "source": {"component": MANAGED_BY},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": MANAGED_BY,
+        }
+        try:
+            self.limiter.acquire()
+            self.api.create_event(self.namespace, body)
+            self.metrics.writes.labels(kind="event").inc()
+        except Exception as exc:  # an Event is best effort
+            log.warning("event not recorded", extra={"error": str(exc)[:300]})
+
+    def apply(self, plan: Plan) -> int:
+        """Write ``plan``: the ConfigMap first (units must exist before nodes name them),
+        then the Nodes. Return the number of writes. Raises ValidationError (nothing written)
+        or PublishError.
+        """
+        writes = 0
+        if plan.configmap is not None:
+            validate_topology_text(plan.configmap.data.get(CONFIGMAP_KEY, ""))
+            writes += self._write_configmap(plan.configmap.data)
+        for change in plan.nodes:
+            self._patch_node(change.name, change.merge_patch())
+            self.metrics.writes.labels(kind=f"node_{change.action}").inc()
+            writes += 1
+        return writes
+
+    def _patch_node(self, name: str, body: dict[str, Any]) -> None:
+        def patch() -> None:
+            self.api.patch_node(name, body)
+
+        self._call(patch, f"patch node {name}")
+
+    def _write_configmap(self, data: Mapping[str, str]) -> int:
+        def write() -> str:
+            existing = self.api.get_configmap(self.namespace, self.configmap)
+            if existing is None:
+                self.api.create_configmap(self.namespace, self.configmap_body(data, None))
+                return "configmap_create"
+            if dict(existing.get("data") or {}) == dict(data):
+                return ""
+            version = (existing.get("metadata") or {}).get("resourceVersion")
+            self.api.replace_configmap(
+                self.namespace, self.configmap, self.configmap_body(data, version)
+            )
+            return "configmap_replace"
+
+        kind = self._call(write, f"write configmap {self.namespace}/{self.configmap}")
+        if not kind:
+            return 0
+        self.metrics.writes.labels(kind=kind).inc()
+        return 1

@@ -1,0 +1,204 @@
+"""In-memory fakes for the labeler's unit tests (the real API server comes in the cluster tier)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+CLIQUE = "nvidia.com/gpu.clique"
+RACK_A = "7b968a6d-c8aa-45e1-9e07-e1e51be99c31"
+RACK_B = "0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9"
+
+
+class ApiError(Exception):
+    """Stands in for ``kubernetes.client.ApiException`` (only ``.status`` is read)."""
+
+    def __init__(self, status: int, reason: str = "") -> None:
+        super().__init__(f"({status}) {reason}")
+        self.status = status
+
+
+def node(name: str, labels: Mapping[str, str] | None = None, **annotations: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta}
+
+
+def gfd_fleet(racks: int = 2, per_rack: int = 4, clique: str = "1") -> list[dict[str, Any]]:
+    """GB200-like nodes: ``gpu0001``..., ``per_rack`` per NVLink domain, GFD clique labels."""
+    uuids = [RACK_A, RACK_B, *(f"{i:08d}-0000-4000-8000-000000000000" for i in range(2, racks))]
+    out = []
+    for r in range(racks):
+        for i in range(per_rack):
+            n = r * per_rack + i + 1
+            out.append(
+                node(
+                    f"gpu{n:04d}",
+                    {CLIQUE: f"{uuids[r]}.{clique}", "kubernetes.io/hostname": f"gpu{n:04d}"},
+                )
+            )
+    return out
+
+
+def tiered_fleet() -> list[dict[str, Any]]:
+    """Nodes with topograph tier labels (leaf, spine) and accelerator domains."""
+    out = []
+    for n in range(1, 9):
+        leaf = f"leaf{(n - 1) // 4 + 1:02d}"
+        out.append(
+            node(
+                f"node{n:02d}",
+                {
+                    "fabric.topograph.run/tier-0": leaf,
+                    "fabric.topograph.run/tier-1": "spine1",
+                    "accelerator.topograph.run/domain": f"nvl{(n - 1) // 4 + 1}",
+                },
+            )
+        )
+    return out
+
+
+def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, Mapping):
+            sub = target.setdefault(key, {})
+            if not isinstance(sub, dict):
+                sub = target[key] = {}
+            _merge(sub, value)
+        else:
+            target[key] = value
+
+
+class FakeCluster:
+    """:class:`~slinky_topology.labeler.kube.ClusterAPI` in memory, with call counters."""
+
+    def __init__(self, nodes: list[dict[str, Any]] | None = None) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {
+            n["metadata"]["name"]: copy.deepcopy(n) for n in nodes or []
+        }
+        self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.cm_writes: list[str] = []
+        self.version = 100
+        self.fail: list[BaseException] = []  # raised (and consumed) by the next writes
+        self.watch_events: list[tuple[str, dict[str, Any]]] = []
+
+    def _maybe_fail(self) -> None:
+        if self.fail:
+            raise self.fail.pop(0)
+
+    def _bump(self) -> str:
+        self.version += 1
+        return str(self.version)
+
+    def list_nodes(self, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
+        return [copy.deepcopy(n) for n in self.nodes.values()], str(self.version)
+
+    def watch_nodes(
+        self, resource_version: str, timeout_seconds: int, label_selector: str | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        events, self.watch_events = self.watch_events, []
+        yield from events
+
+    def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
+        self._maybe_fail()
+        if name not in self.nodes:
+            raise ApiError(404, "node not found")
+        self.patches.append((name, copy.deepcopy(dict(body))))
+        _merge(self.nodes[name], body)
+        self.nodes[name]["metadata"]["resourceVersion"] = self._bump()
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        found = self.configmaps.get((namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        self._maybe_fail()
+        name = body["metadata"]["name"]
+        if (namespace, name) in self.configmaps:
+            raise ApiError(409, "exists")
+        obj = copy.deepcopy(dict(body))
+        obj["metadata"]["resourceVersion"] = self._bump()
+        self.configmaps[(namespace, name)] = obj
+        self.cm_writes.append("create")
+        return copy.deepcopy(obj)
+
+    def replace_configmap(
+        self, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        self._maybe_fail()
+        old = self.configmaps.get((namespace, name))
+        if old is None:
+            raise ApiError(404, "not found")
+        if body["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]:
+            raise ApiError(409, "conflict")
+        obj = copy.deepcopy(dict(body))
+        obj["metadata"]["resourceVersion"] = self._bump()
+        self.configmaps[(namespace, name)] = obj
+        self.cm_writes.append("replace")
+        return copy.deepcopy(obj)
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        self.events.append(copy.deepcopy(dict(body)))
+
+
+class FakeLeases:
+    """:class:`~slinky_topology.labeler.kube.LeaseAPI` in memory with optimistic concurrency."""
+
+    def __init__(self) -> None:
+        self.leases: dict[tuple[str, str], dict[str, Any]] = {}
+        self.version = 0
+        self.fail: list[BaseException] = []
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        if self.fail:
+            raise self.fail.pop(0)
+        found = self.leases.get((namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def create_lease(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        key = (namespace, body["metadata"]["name"])
+        if key in self.leases:
+            raise ApiError(409, "exists")
+        self.version += 1
+        obj = copy.deepcopy(dict(body))
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        self.leases[key] = obj
+        return copy.deepcopy(obj)
+
+    def replace_lease(
+        self, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        old = self.leases.get((namespace, name))
+        if old is None:
+            raise ApiError(404, "not found")
+        if body["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]:
+            raise ApiError(409, "conflict")
+        self.version += 1
+        obj = copy.deepcopy(dict(body))
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        self.leases[(namespace, name)] = obj
+        return copy.deepcopy(obj)
+
+
+class FakeClock:
+    """A clock whose ``sleep`` advances time instead of waiting."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
