@@ -1,0 +1,353 @@
+{{- /*
+SPDX-License-Identifier: Apache-2.0
+Helpers of the slurm-bridge chart. Every define is prefixed with "slurm-bridge.".
+*/}}
+
+{{- /*
+Chart name, truncated to 63 characters.
+Usage: {{ include "slurm-bridge.name" . }}
+*/}}
+{{- define "slurm-bridge.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Fully qualified base name of every object, truncated to 63 characters.
+Usage: {{ include "slurm-bridge.fullname" . }}
+*/}}
+{{- define "slurm-bridge.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Name of a namespaced component object: the base name truncated to 52 characters (less for
+suffixes over 10 characters, so the result stays within 63), then "-<suffix>".
+Usage: {{ include "slurm-bridge.componentName" (dict "context" . "suffix" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.componentName" -}}
+{{- $max := min 52 (sub 62 (len .suffix)) | int }}
+{{- printf "%s-%s" (include "slurm-bridge.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
+{{- end }}
+
+{{- /*
+Name of a cluster-scoped object (ClusterRole, ClusterRoleBinding, webhook configurations):
+"<fullname>-<namespace>-<suffix>", so two releases of the same name in different namespaces, or
+of different names in one namespace, never share one.
+Usage: {{ include "slurm-bridge.clusterName" (dict "context" . "suffix" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.clusterName" -}}
+{{- printf "%s-%s-%s" (include "slurm-bridge.fullname" .context) (include "slurm-bridge.namespace" .context) .suffix | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Chart name and version for the helm.sh/chart label.
+Usage: {{ include "slurm-bridge.chart" . }}
+*/}}
+{{- define "slurm-bridge.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Namespace of every namespaced object.
+Usage: {{ include "slurm-bridge.namespace" . }}
+*/}}
+{{- define "slurm-bridge.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Selector labels: name, instance and component only (selectors are immutable).
+Usage: {{ include "slurm-bridge.selectorLabels" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "slurm-bridge.name" .context }}
+app.kubernetes.io/instance: {{ .context.Release.Name | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- /*
+Full metadata labels: selector labels plus chart, version, part-of and managed-by.
+Usage: {{ include "slurm-bridge.labels" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.labels" -}}
+helm.sh/chart: {{ include "slurm-bridge.chart" .context }}
+{{ include "slurm-bridge.selectorLabels" . }}
+{{- with .context.Chart.AppVersion }}
+app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
+{{- end }}
+app.kubernetes.io/part-of: slurm-bridge
+app.kubernetes.io/managed-by: {{ .context.Release.Service }}
+{{- end }}
+
+{{- /*
+ServiceAccount name of a component ("scheduler", "admission" or "controllers").
+Usage: {{ include "slurm-bridge.serviceAccountName" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.serviceAccountName" -}}
+{{- $sa := (index .context.Values .component).serviceAccount }}
+{{- if $sa.create }}
+{{- default (include "slurm-bridge.componentName" (dict "context" .context "suffix" .component)) $sa.name }}
+{{- else }}
+{{- default "default" $sa.name }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Image reference from an image object {registry, repository, tag, digest}.
+global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
+Usage: {{ include "slurm-bridge.image" (dict "context" . "image" .Values.scheduler.image) }}
+*/}}
+{{- define "slurm-bridge.image" -}}
+{{- $image := .image }}
+{{- $global := .context.Values.global | default dict }}
+{{- $registry := $global.imageRegistry | default $image.registry }}
+{{- $repository := required "an image repository is required (image.repository)" $image.repository }}
+{{- $ref := $repository }}
+{{- if $registry }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
+{{- end }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $ref $image.digest }}
+{{- else }}
+{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
+{{- end }}
+{{- end }}
+
+{{- /*
+imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
+Renders nothing when the list is empty.
+Usage: {{- include "slurm-bridge.imagePullSecrets" . | nindent 6 }}
+*/}}
+{{- define "slurm-bridge.imagePullSecrets" -}}
+{{- $global := .Values.global | default dict }}
+{{- $names := list }}
+{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
+{{- if kindIs "map" . }}
+{{- if .name }}{{- $names = append $names .name }}{{- end }}
+{{- else if . }}
+{{- $names = append $names (toString .) }}
+{{- end }}
+{{- end }}
+{{- with ($names | uniq) }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+PriorityClass of a component: its own value, else the top-level priorityClassName.
+Usage: {{ include "slurm-bridge.priorityClassName" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.priorityClassName" -}}
+{{- (index .context.Values .component).priorityClassName | default .context.Values.priorityClassName }}
+{{- end }}
+
+{{- /*
+THE scheduler name: the `schedulerName` of the scheduler profile, of pods the admission webhook
+rewrites, of the managed-node taint value and of config.yaml. Every template uses this helper and
+nothing else. Default "<fullname>-scheduler" (release-scoped, so two bridges never share one).
+Usage: {{ include "slurm-bridge.schedulerName" . }}
+*/}}
+{{- define "slurm-bridge.schedulerName" -}}
+{{- .Values.scheduler.schedulerName | default (include "slurm-bridge.componentName" (dict "context" . "suffix" "scheduler")) }}
+{{- end }}
+
+{{- /*
+Name of a component's Deployment (and Service, PDB, ...).
+Usage: {{ include "slurm-bridge.component.fullname" (dict "context" . "component" "admission") }}
+*/}}
+{{- define "slurm-bridge.component.fullname" -}}
+{{- include "slurm-bridge.componentName" (dict "context" .context "suffix" .component) }}
+{{- end }}
+
+{{- /*
+ConfigMap holding config.yaml (shared by the three components).
+Usage: {{ include "slurm-bridge.configName" . }}
+*/}}
+{{- define "slurm-bridge.configName" -}}
+{{- include "slurm-bridge.componentName" (dict "context" . "suffix" "config") }}
+{{- end }}
+
+{{- /*
+ConfigMap holding the KubeSchedulerConfiguration.
+Usage: {{ include "slurm-bridge.scheduler.configName" . }}
+*/}}
+{{- define "slurm-bridge.scheduler.configName" -}}
+{{- include "slurm-bridge.componentName" (dict "context" . "suffix" "scheduler-config") }}
+{{- end }}
+
+{{- /*
+Secret name of the admission webhook serving certificate.
+Usage: {{ include "slurm-bridge.admission.tlsSecretName" . }}
+*/}}
+{{- define "slurm-bridge.admission.tlsSecretName" -}}
+{{- if .Values.admission.tls.existingSecret }}
+{{- .Values.admission.tls.existingSecret }}
+{{- else }}
+{{- .Values.admission.tls.secretName | default (include "slurm-bridge.componentName" (dict "context" . "suffix" "admission-tls")) }}
+{{- end }}
+{{- end }}
+
+{{- /*
+RBAC rules file of a component, parsed.
+Usage: {{ $rules := include "slurm-bridge.rbacRules" (dict "context" . "component" "scheduler") | fromYaml }}
+*/}}
+{{- define "slurm-bridge.rbacRules" -}}
+{{- .context.Files.Get (printf "files/rbac/%s-rules.yaml" .component) }}
+{{- end }}
+
+{{- /*
+A probe: the fixed handler merged with the timings from values.
+Usage: {{- include "slurm-bridge.probe" (dict "handler" (dict "httpGet" (dict "path" "/healthz" "port" "health")) "timings" $c.probes.liveness) | nindent 12 }}
+*/}}
+{{- define "slurm-bridge.probe" -}}
+{{- toYaml (mergeOverwrite (dict) (deepCopy (.timings | default dict)) (deepCopy .handler)) }}
+{{- end }}
+
+{{- /*
+Pod-level fields shared by the three Deployments: ServiceAccount, priority, pull secrets, grace
+period, security context (the scheduling fields come from podPlacement).
+Usage: {{- include "slurm-bridge.podCommon" (dict "context" . "component" "scheduler") | nindent 6 }}
+*/}}
+{{- define "slurm-bridge.podCommon" -}}
+{{- $c := index .context.Values .component -}}
+serviceAccountName: {{ include "slurm-bridge.serviceAccountName" . | quote }}
+automountServiceAccountToken: true
+{{- with (include "slurm-bridge.priorityClassName" .) }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with (include "slurm-bridge.imagePullSecrets" .context) }}
+{{ . }}
+{{- end }}
+terminationGracePeriodSeconds: {{ int $c.terminationGracePeriodSeconds }}
+{{- with $c.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Pod placement pass-through: nodeSelector, affinity, tolerations, topologySpreadConstraints.
+Usage: {{- include "slurm-bridge.podPlacement" .Values.scheduler | nindent 6 }}
+*/}}
+{{- define "slurm-bridge.podPlacement" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Pod template metadata: labels (+ podLabels) and annotations (config checksums + podAnnotations).
+Usage: {{- include "slurm-bridge.podMetadata" (dict "context" . "component" "scheduler" "checksums" $sums) | nindent 4 }}
+*/}}
+{{- define "slurm-bridge.podMetadata" -}}
+{{- $c := index .context.Values .component -}}
+labels:
+  {{- include "slurm-bridge.labels" . | nindent 2 }}
+  {{- with $c.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+annotations:
+  kubectl.kubernetes.io/default-container: {{ .component }}
+  {{- range $k, $v := .checksums }}
+  checksum/{{ $k }}: {{ $v | quote }}
+  {{- end }}
+  {{- with $c.podAnnotations }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+
+{{- /*
+ServiceMonitor endpoint for a metrics port.
+Usage: {{- include "slurm-bridge.serviceMonitorEndpoint" (dict "port" "metrics" "secure" true "sm" $m.serviceMonitor) | nindent 4 }}
+*/}}
+{{- define "slurm-bridge.serviceMonitorEndpoint" -}}
+- port: {{ .port }}
+  path: /metrics
+  {{- if .secure }}
+  scheme: https
+  bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+  tlsConfig:
+    {{- toYaml (.sm.tlsConfig | default (dict "insecureSkipVerify" true)) | nindent 4 }}
+  {{- else }}
+  scheme: http
+  {{- end }}
+  {{- with .sm.interval }}
+  interval: {{ . | quote }}
+  {{- end }}
+  {{- with .sm.scrapeTimeout }}
+  scrapeTimeout: {{ . | quote }}
+  {{- end }}
+{{- end }}
+
+{{- /*
+PodDisruptionBudget of a component (only when enabled and replicas > 1).
+Usage: {{ include "slurm-bridge.pdb" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.pdb" -}}
+{{- $c := index .context.Values .component }}
+{{- if and $c.pdb.enabled (gt (int $c.replicas) 1) }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "slurm-bridge.component.fullname" . }}
+  namespace: {{ include "slurm-bridge.namespace" .context }}
+  labels:
+    {{- include "slurm-bridge.labels" . | nindent 4 }}
+spec:
+  {{- if not (kindIs "invalid" $c.pdb.maxUnavailable) }}
+  maxUnavailable: {{ $c.pdb.maxUnavailable }}
+  {{- else }}
+  minAvailable: {{ $c.pdb.minAvailable }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "slurm-bridge.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+ServiceAccount of a component (when serviceAccount.create).
+Usage: {{ include "slurm-bridge.serviceAccount" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.serviceAccount" -}}
+{{- $sa := (index .context.Values .component).serviceAccount }}
+{{- if $sa.create }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "slurm-bridge.serviceAccountName" . | quote }}
+  namespace: {{ include "slurm-bridge.namespace" .context }}
+  labels:
+    {{- include "slurm-bridge.labels" . | nindent 4 }}
+  {{- with $sa.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+automountServiceAccountToken: false
+{{- end }}
+{{- end }}
