@@ -25,7 +25,7 @@ def _install(session: nox.Session, *groups: str) -> None:
     requirements: list[str] = []
     for group in groups:
         requirements += nox.project.dependency_groups(PYPROJECT, group)
-    session.install("-e", ".", *requirements)
+    session.install("-e", ".", *dict.fromkeys(requirements))
 
 
 def _tools(session: nox.Session, *names: str) -> None:
