@@ -67,9 +67,9 @@ Selector labels: name, instance and component only (selectors are immutable).
 Usage: {{ include "slurm-operator.selectorLabels" (dict "context" . "component" "operator") }}
 */}}
 {{- define "slurm-operator.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "slurm-operator.name" .context }}
-app.kubernetes.io/instance: {{ .context.Release.Name }}
-app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/name: {{ include "slurm-operator.name" .context | quote }}
+app.kubernetes.io/instance: {{ .context.Release.Name | quote }}
+app.kubernetes.io/component: {{ .component | quote }}
 {{- end }}
 
 {{- /*
@@ -77,13 +77,13 @@ Full metadata labels: selector labels plus chart, version, part-of and managed-b
 Usage: {{ include "slurm-operator.labels" (dict "context" . "component" "operator") }}
 */}}
 {{- define "slurm-operator.labels" -}}
-helm.sh/chart: {{ include "slurm-operator.chart" .context }}
+helm.sh/chart: {{ include "slurm-operator.chart" .context | quote }}
 {{ include "slurm-operator.selectorLabels" . }}
 {{- with .context.Chart.AppVersion }}
 app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
 {{- end }}
 app.kubernetes.io/part-of: slurm-operator
-app.kubernetes.io/managed-by: {{ .context.Release.Service }}
+app.kubernetes.io/managed-by: {{ .context.Release.Service | quote }}
 {{- end }}
 
 {{- /*
@@ -218,10 +218,10 @@ Usage: {{- include "slurm-operator.serviceMonitorEndpoint" .Values.operator.metr
   scheme: http
   {{- end }}
   {{- with .serviceMonitor.interval }}
-  interval: {{ . }}
+  interval: {{ . | quote }}
   {{- end }}
   {{- with .serviceMonitor.scrapeTimeout }}
-  scrapeTimeout: {{ . }}
+  scrapeTimeout: {{ . | quote }}
   {{- end }}
   {{- with .serviceMonitor.relabelings }}
   relabelings:
@@ -231,4 +231,20 @@ Usage: {{- include "slurm-operator.serviceMonitorEndpoint" .Values.operator.metr
   metricRelabelings:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end }}
+
+{{- /*
+Seconds in a duration string, as a decimal string: Go durations (`1h30m`, `1.5h`, `500ms`, `10us`)
+and Prometheus durations (`1d12h`, `2w`, `1y`). "" and "0" are 0.
+Usage: {{ include "slurm-operator.durationSeconds" "1h30m" | float64 }}
+*/}}
+{{- define "slurm-operator.durationSeconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 "d" 86400.0 "w" 604800.0 "y" 31536000.0 }}
+{{- $total := 0.0 }}
+{{- range (regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|y|w|d|h|m|s)" (toString .) -1) }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" . }}
+{{- $unit := trimPrefix $number . }}
+{{- $total = addf $total (mulf (float64 $number) (get $units $unit)) }}
+{{- end }}
+{{- $total }}
 {{- end }}

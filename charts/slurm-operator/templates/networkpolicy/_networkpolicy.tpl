@@ -18,7 +18,7 @@ Usage: {{- include "slurm-operator.networkPolicy.baseEgress" . | nindent 4 }}
   to:
     {{- range . }}
     - ipBlock:
-        cidr: {{ . }}
+        cidr: {{ . | quote }}
     {{- end }}
   {{- end }}
 {{- if $np.dns.enabled }}

@@ -38,7 +38,7 @@ Usage: {{ include "slurm-operator.rbac.clusterRole" (dict "context" . "component
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
-  name: {{ include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+  name: {{ include "slurm-operator.componentName" (dict "context" .context "suffix" .component) | quote }}
   labels:
     {{- include "slurm-operator.labels" . | nindent 4 }}
 rules:
@@ -56,17 +56,17 @@ Usage: {{ include "slurm-operator.rbac.clusterRoleBinding" (dict "context" . "co
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
-  name: {{ $name }}
+  name: {{ $name | quote }}
   labels:
     {{- include "slurm-operator.labels" . | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
-  name: {{ $name }}
+  name: {{ $name | quote }}
 subjects:
   - kind: ServiceAccount
-    name: {{ include "slurm-operator.serviceAccountName" . }}
-    namespace: {{ include "slurm-operator.namespace" .context }}
+    name: {{ include "slurm-operator.serviceAccountName" . | quote }}
+    namespace: {{ include "slurm-operator.namespace" .context | quote }}
 {{- end }}
 {{- end }}
 
@@ -85,8 +85,8 @@ Usage: {{ include "slurm-operator.rbac.roles" (dict "context" . "component" "ope
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
-  name: {{ $name }}
-  namespace: {{ $ns }}
+  name: {{ $name | quote }}
+  namespace: {{ $ns | quote }}
   labels:
     {{- include "slurm-operator.labels" $ | nindent 4 }}
 rules:
@@ -111,18 +111,18 @@ Usage: {{ include "slurm-operator.rbac.roleBindings" (dict "context" . "componen
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
-  name: {{ $name }}
-  namespace: {{ $ns }}
+  name: {{ $name | quote }}
+  namespace: {{ $ns | quote }}
   labels:
     {{- include "slurm-operator.labels" $ | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
-  name: {{ $name }}
+  name: {{ $name | quote }}
 subjects:
   - kind: ServiceAccount
-    name: {{ $sa }}
-    namespace: {{ $saNamespace }}
+    name: {{ $sa | quote }}
+    namespace: {{ $saNamespace | quote }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -44,8 +44,8 @@ Usage: {{ include "slurm-operator.webhook.clientConfig" (dict "context" . "path"
 caBundle: {{ .caBundle | quote }}
 {{- end }}
 service:
-  name: {{ include "slurm-operator.webhook.fullname" .context }}
-  namespace: {{ include "slurm-operator.namespace" .context }}
+  name: {{ include "slurm-operator.webhook.fullname" .context | quote }}
+  namespace: {{ include "slurm-operator.namespace" .context | quote }}
   path: {{ .path }}
   port: {{ .context.Values.webhook.service.port }}
 {{- end }}
