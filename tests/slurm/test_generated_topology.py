@@ -166,7 +166,8 @@ def assert_blocks_are_fabric(shown_text: str, view: FabricView, request: dict[st
     base, aggregated = read_blocks(shown_text)
     members = view.block_members(request)
     for unit, nodes in members.items():
-        assert base.get(unit) == nodes, f"members of block {unit}"
+        assert unit in base, f"block {unit}"
+        assert base[unit] == nodes, f"members of block {unit}"
     for extra in set(base) - set(members):
         assert not base[extra], f"{extra} is no NVLink domain but holds nodes"
     placed = [n for nodes in base.values() for n in nodes]
@@ -298,10 +299,12 @@ def generated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     return get
 
 
-def _files_for(gen: Generated, name: str, shape: str, *, dynamic_nodes: bool = False) -> dict[str, str]:
+def _files_for(
+    gen: Generated, name: str, shape: str, *, dynamic_nodes: bool = False
+) -> dict[str, str]:
     return {
         "slurm.conf": slurm_conf(gen.view, plugin=gen.plugin[name], dynamic=dynamic_nodes),
-        name.split(" ")[0]: gen.files[name][shape],
+        name.split(" ", maxsplit=1)[0]: gen.files[name][shape],
     }
 
 
@@ -328,8 +331,11 @@ def test_generated_files_load_and_match_fabric(
             shown = result.topologies[shown_name if name == "topology.yaml" else ""]
             check_shown(shown, model, gen.view, gen.view.request(request_name))
         if name == "topology.yaml":
-            default = next(t for t, r in zip(gen.models[name], gen.view.requests, strict=True)
-                           if r.get("clusterDefault"))
+            default = next(
+                t
+                for t, r in zip(gen.models[name], gen.view.requests, strict=True)
+                if r.get("clusterDefault")
+            )
             assert result.topologies[""] == result.topologies[default[0]]
     if fabric == LARGE:
         assert time.monotonic() - started < LARGE_BUDGET_S
@@ -397,7 +403,9 @@ def naive_files(fabric: Path) -> dict[str, str]:
     kids = {s: [c["name"] for c in spec["switches"] if c.get("parent") == s] for s in switches}
     on_leaf = {s: [n["name"] for n in spec["nodes"] if n.get("leaf") == s] for s in switches}
     domains = list(dict.fromkeys(n["nvlinkDomain"] for n in spec["nodes"] if "nvlinkDomain" in n))
-    in_domain = {d: [n["name"] for n in spec["nodes"] if n.get("nvlinkDomain") == d] for d in domains}
+    in_domain = {
+        d: [n["name"] for n in spec["nodes"] if n.get("nvlinkDomain") == d] for d in domains
+    }
     all_nodes = _hosts([n["name"] for n in spec["nodes"]])
     conf = f"NodeName={all_nodes} CPUs=1 State=CLOUD\nPartitionName=all Nodes=ALL Default=YES\n"
     requests = spec["topologies"]
@@ -405,7 +413,8 @@ def naive_files(fabric: Path) -> dict[str, str]:
         kind = requests[0]["type"]
         if kind == "tree":
             lines = [
-                f"SwitchName={s} Switches={','.join(kids[s])}" if kids[s]
+                f"SwitchName={s} Switches={','.join(kids[s])}"
+                if kids[s]
                 else f"SwitchName={s} Nodes={_hosts(on_leaf[s])}"
                 for s in switches
             ]
@@ -418,11 +427,15 @@ def naive_files(fabric: Path) -> dict[str, str]:
         }
     items: list[dict[str, Any]] = []
     for r in requests:
-        item: dict[str, Any] = {"topology": r["name"], "cluster_default": bool(r.get("clusterDefault"))}
+        item: dict[str, Any] = {
+            "topology": r["name"],
+            "cluster_default": bool(r.get("clusterDefault")),
+        }
         if r["type"] == "tree":
             item["tree"] = {
                 "switches": [
-                    {"switch": s, "children": ",".join(kids[s])} if kids[s]
+                    {"switch": s, "children": ",".join(kids[s])}
+                    if kids[s]
                     else {"switch": s, "nodes": _hosts(on_leaf[s])}
                     for s in switches
                 ]
@@ -489,5 +502,5 @@ def test_rejected_fabric_and_what_slurm_does(
     elif case == "two-cluster-defaults":
         named = parse_topology_yaml(files["topology.yaml"])
         first, second = (t.name for t in named if t.cluster_default)
-        shown = result.topologies
-        assert shown[""] == shown[first] != shown[second], "the first default wins"
+        texts = result.topologies
+        assert texts[""] == texts[first] != texts[second], "the first default wins"
