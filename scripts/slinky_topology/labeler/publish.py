@@ -49,6 +49,7 @@ __all__ = [
 log = logging.getLogger("slinky_topology.labeler")
 T = TypeVar("T")
 MANAGED_BY = "gpu-topology-labeler"
+_EPSILON = 1e-9  # float slack, so a refilled token is never missed by rounding
 RETRIABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -89,8 +90,8 @@ class TokenBucket:
             return True
         with self._lock:
             self._refill()
-            if self._tokens >= 1:
-                self._tokens -= 1
+            if self._tokens >= 1 - _EPSILON:
+                self._tokens = max(0.0, self._tokens - 1)
                 return True
             return False
 
@@ -102,8 +103,8 @@ class TokenBucket:
         while True:
             with self._lock:
                 self._refill()
-                if self._tokens >= 1:
-                    self._tokens -= 1
+                if self._tokens >= 1 - _EPSILON:
+                    self._tokens = max(0.0, self._tokens - 1)
                     return waited
                 wait = (1 - self._tokens) / self.qps
             self._sleep(wait)

@@ -171,9 +171,7 @@ class FakeLeases:
         self.leases[key] = obj
         return copy.deepcopy(obj)
 
-    def replace_lease(
-        self, namespace: str, name: str, body: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def replace_lease(self, namespace: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         old = self.leases.get((namespace, name))
         if old is None:
             raise ApiError(404, "not found")
