@@ -49,12 +49,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, fleet: Fleet) -> Iterator[
     """A running control plane with the fleet's nodes Ready; torn down at session end."""
     workdir = tmp_path_factory.mktemp("kwok-cluster")
     with Cluster.start(workdir, fleet=fleet) as running:
-        print(
-            f"\ncluster: started in {running.start_seconds:.1f}s "
-            f"({', '.join(f'{k} {v:.1f}s' for k, v in running.timings.items())}); "
-            f"KUBECONFIG={running.kubeconfig}"
+        steps = ", ".join(f"{k} {v:.1f}s" for k, v in running.timings.items())
+        _SUMMARY.append(
+            f"kwok cluster with {len(fleet.node_names())} nodes started in "
+            f"{running.start_seconds:.1f}s ({steps}); logs kept in {workdir / 'logs'}"
         )
         yield running
+
+
+_SUMMARY: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _SUMMARY:
+        terminalreporter.write_line(f"cluster: {line}")
 
 
 @pytest.fixture(scope="session")
