@@ -608,7 +608,7 @@ class Cluster:
             with contextlib.suppress(OSError, ValueError):
                 pids.add(int(pidfile.read_text().strip()))
         # Processes started for this cluster carry its folder on their command line.
-        marker = str(self.cluster_dir).encode()
+        marker = f"{self.cluster_dir}/".encode()
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit():
                 continue
