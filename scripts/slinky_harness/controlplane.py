@@ -37,6 +37,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -460,11 +461,12 @@ class Cluster:
                 f"delete it (KWOK_WORKDIR={cluster.kwok_workdir} kwokctl delete cluster "
                 f"--name {existing[0]})"
             )
-        try:
-            cluster._up(stages, timeout, extra_args)
-            yield cluster
-        finally:
-            cluster.stop()
+        with _sigterm_raises():
+            try:
+                cluster._up(stages, timeout, extra_args)
+                yield cluster
+            finally:
+                cluster.stop()
 
     def _config(self) -> Path:
         options = {
@@ -638,6 +640,29 @@ class Cluster:
                     log=self.workdir / "kwokctl.log",
                 )
         _terminate(pids | self._pids())
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM (a CI timeout, ``kill``) into ``SystemExit`` so that teardown still runs.
+
+    Only in the main thread and only while SIGTERM has its default action.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _alive(pid: int) -> bool:
