@@ -369,11 +369,16 @@ class Cluster:
         return f"https://127.0.0.1:{self.ports.kube_apiserver}"
 
     def env(self) -> dict[str, str]:
-        """Environment for tools run against this cluster (kwokctl, kubectl, helm)."""
+        """Environment for tools run against this cluster (kwokctl, kubectl, helm).
+
+        Points ``KUBECONFIG`` at this cluster's file and ``KUBECACHEDIR`` (discovery cache of
+        kubectl and helm) into the workdir, so nothing is written under ``~/.kube``.
+        """
         env = dict(os.environ)
         env.update(
             KWOK_WORKDIR=str(self.kwok_workdir),
             KUBECONFIG=str(self.kubeconfig),
+            KUBECACHEDIR=str(self.workdir / "kube-cache"),
             PATH=f"{self.bindir}{os.pathsep}{env.get('PATH', '')}",
         )
         return env
