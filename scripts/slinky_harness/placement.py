@@ -273,7 +273,7 @@ def format_report(
         f"domains, {leaves} leaf switches; {len(jobs)} jobs of {min(sizes)}-{max(sizes)} nodes "
         f"(mean {sum(sizes) / len(sizes):.1f}), seed {seed}",
         f"{'mode':<6} {'completed':>9} {'one NVLink domain':>18} {'one leaf':>14} "
-        f"{'mean wait':>9} {'makespan':>8}",
+        f"{'mean wait':>9} {'makespan':>8} {'slurmd up':>9}",
     ]
     for r in runs:
         multi = len(r.multi_node())
@@ -281,7 +281,7 @@ def format_report(
             f"{r.mode:<6} {r.completed:>4}/{len(r.placements):<4} "
             f"{r.inside(units.block):>7}/{multi:<3} {100 * r.share(units.block):5.1f}% "
             f"{r.inside(units.leaf):>4}/{multi:<3} {100 * r.share(units.leaf):5.1f}% "
-            f"{r.mean_wait_s():8.1f}s {r.elapsed_s:7.1f}s"
+            f"{r.mean_wait_s():8.1f}s {r.elapsed_s:7.1f}s {r.slurmd_start_s:8.1f}s"
         )
     return "\n".join(lines) + "\n"
 
@@ -336,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "share_one_domain": r.share(units.block),
                     "share_one_leaf": r.share(units.leaf),
                     "elapsed_s": r.elapsed_s,
+                    "slurmd_start_s": r.slurmd_start_s,
                     "placements": [asdict(p) for p in r.placements],
                 }
                 for r in runs

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import hostlist
+import jsonschema
 import pytest
 import yaml
 
@@ -40,6 +41,8 @@ from slinky_harness.slurm_topo import (
 from slinky_topology import cli
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from slinky_harness.slurm import CtldFactory, SlurmCtld
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -288,7 +291,7 @@ _generated: dict[str, Generated] = {}
 
 
 @pytest.fixture
-def generated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Generated]:
     """Factory: fabric file name -> :class:`Generated` (generated once per session)."""
 
     def get(name: str) -> Generated:
@@ -311,18 +314,25 @@ def _files_for(
 # --- tests -----------------------------------------------------------------------------------------
 
 
-def test_fabric_files_exist() -> None:
+def test_fabric_files_exist_and_are_schema_valid() -> None:
     assert {"nvl72-racks.yaml", "superpod-h100.yaml", "partial-racks.yaml"} <= set(FABRIC_FILES)
     assert {"mixed-padding.yaml", LARGE} <= set(FABRIC_FILES)
     assert len(read_fabric(FABRICS / LARGE).present) == 1000
+    schema = json.loads((DATA.parents[1] / "schemas" / "fabric.schema.json").read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    paths = [FABRICS / f for f in FABRIC_FILES]
+    paths += [FABRICS / "broken" / f"{c}.yaml" for c in BROKEN_FABRICS]
+    for path in paths:
+        problems = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert not problems, (path.name, problems)
 
 
 @pytest.mark.parametrize("fabric", FABRIC_FILES)
 def test_generated_files_load_and_match_fabric(
-    fabric: str, generated: Any, slurm_root: Path
+    fabric: str, generated: Callable[[str], Generated], slurm_root: Path
 ) -> None:
     started = time.monotonic()
-    gen: Generated = generated(fabric)
+    gen = generated(fabric)
     for name in gen.files:
         result = check_load(_files_for(gen, name, "static"), root=slurm_root)
         assert result.accepted, (name, result.errors, dict(result.failures))
@@ -363,10 +373,10 @@ def _read_back(ctld: SlurmCtld) -> dict[str, str]:
 @pytest.mark.parametrize("nodes", ["static-cloud", "dynamic"])
 @pytest.mark.parametrize("fabric", FABRIC_FILES)
 def test_annotations_apply_and_read_back(
-    fabric: str, nodes: str, generated: Any, start_ctld: CtldFactory
+    fabric: str, nodes: str, generated: Callable[[str], Generated], start_ctld: CtldFactory
 ) -> None:
     started = time.monotonic()
-    gen: Generated = generated(fabric)
+    gen = generated(fabric)
     slurm_name = {k: s for s, k in gen.view.kube.items()}
     dynamic = nodes == "dynamic"
     for name, texts in gen.files.items():
