@@ -106,6 +106,11 @@ class FabricView:
                         reach[s].add(node)
         return reach
 
+    def tree_roots(self, request: dict[str, Any]) -> list[str]:
+        """Switches the tree keeps whose parent it does not keep."""
+        kept = self.tree_reach(request)
+        return [s for s in kept if self.parent[s] not in kept]
+
     def block_members(self, request: dict[str, Any]) -> dict[str, set[str]]:
         """Base block -> in-scope nodes: one block per domain, per clique with ``subdomain``."""
         by_clique = request.get("source") == "subdomain"
@@ -340,6 +345,18 @@ def test_generated_files_load_and_match_fabric(
         for shown_name, request_name, model in gen.models[name]:
             shown = result.topologies[shown_name if name == "topology.yaml" else ""]
             check_shown(shown, model, gen.view, gen.view.request(request_name))
+        # Slurm's only complaint: a tree with several roots (jobs cannot span them).
+        split = [
+            request
+            for _, request, _ in gen.models[name]
+            if gen.view.request(request)["type"] == "tree"
+            and len(gen.view.tree_roots(gen.view.request(request))) > 1
+        ]
+        warnings = [_message(w) for w in result.warnings]
+        if split:
+            assert any("no switch can reach all nodes" in w for w in warnings), (split, warnings)
+        else:
+            assert not warnings, (name, warnings)
         if name == "topology.yaml":
             default = next(
                 t
