@@ -22,7 +22,9 @@ own per-request processing time.  The ratio column is ours / topograph (below 1:
 
 Targets (docs topology.md f.5 and issue 6): 10k nodes under 2 s; 65,536 nodes under 10 s and under
 1 GiB peak; 10k nodes under 300 MiB peak (f.5).  They are printed as PASS / MISS; the exit status
-does not depend on them (0 unless a run failed outright).
+does not depend on them (0 unless a run failed outright).  Time targets are judged on wall time
+(``gen+val s``) and, next to it, on the child's CPU time (``cpu s``): on a shared machine wall time
+includes waiting for a core, CPU time does not.
 """
 
 from __future__ import annotations
@@ -172,18 +174,26 @@ def check_targets(ours: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for target in TARGETS:
         row = by_size.get(target.nodes)
         measured = None if row is None else float(row[target.metric])
-        verdict = "n/a" if measured is None else ("PASS" if measured < target.limit else "MISS")
-        results.append(
-            {
-                "target": target.name,
-                "nodes": target.nodes,
-                "metric": target.metric,
-                "limit": target.limit,
-                "measured": measured,
-                "result": verdict,
-            }
-        )
+        entry: dict[str, Any] = {
+            "target": target.name,
+            "nodes": target.nodes,
+            "metric": target.metric,
+            "limit": target.limit,
+            "measured": measured,
+            "result": _verdict(measured, target.limit),
+        }
+        if target.metric == "seconds":
+            # the same limit on CPU time: what the run costs when other work shares the cores
+            cpu = None if row is None else float(row["cpu_seconds"])
+            entry.update(cpu_measured=cpu, cpu_result=_verdict(cpu, target.limit))
+        results.append(entry)
     return results
+
+
+def _verdict(measured: float | None, limit: float) -> str:
+    if measured is None:
+        return "n/a"
+    return "PASS" if measured < limit else "MISS"
 
 
 def bench_topograph(
@@ -308,7 +318,10 @@ def render_table(report: dict[str, Any]) -> str:
     for t in report["targets"]:
         unit = "s" if t["metric"] == "seconds" else "MiB"
         measured = "-" if t["measured"] is None else f"{t['measured']:.3f} {unit}"
-        lines.append(f"  {t['result']:<4} {t['target']:<42} measured {measured}")
+        line = f"  {t['result']:<4} {t['target']:<42} measured {measured}"
+        if t.get("cpu_measured") is not None:
+            line += f" (cpu {t['cpu_measured']:.3f} s: {t['cpu_result']})"
+        lines.append(line)
     topo = report.get("topograph")
     lines.append("")
     if topo is None:

@@ -77,6 +77,16 @@ def test_targets_pass_miss_and_missing_size() -> None:
         "65,536 nodes generate+validate < 10 s": "MISS",
         "65,536 nodes peak RSS < 1 GiB": "PASS",
     }
+    cpu = {r["target"]: r.get("cpu_result") for r in results}
+    assert cpu["10k nodes generate+validate < 2 s"] == "PASS"
+    assert cpu["65,536 nodes peak RSS < 1 GiB"] is None  # memory targets have no CPU verdict
+    slow_wall = dict(_ours(10000, 5.0, 50.0), cpu_seconds=1.0)  # a busy machine: waited for a core
+    (wall_miss,) = (
+        r
+        for r in bench.check_targets([slow_wall])
+        if r["metric"] == "seconds" and r["nodes"] == 10000
+    )
+    assert (wall_miss["result"], wall_miss["cpu_result"]) == ("MISS", "PASS")
     assert {r["result"] for r in bench.check_targets([_ours(1000, 0.1, 10.0)])} == {"n/a"}
 
 
