@@ -16,7 +16,7 @@ One webhook entry on pods (CREATE, UPDATE), as upstream v1.2.1 registers them.
 Usage: {{ include "slurm-bridge.admission.webhook" (dict "context" . "path" "/mutate--v1-pod" "caBundle" $ca "mutating" true) }}
 */}}
 {{- define "slurm-bridge.admission.webhook" -}}
-{{- $a := .context.Values.admission }}
+{{- $a := .context.Values.admission -}}
 - name: pods.slinky.slurm.net
   admissionReviewVersions:
     - v1
