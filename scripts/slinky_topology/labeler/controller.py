@@ -84,8 +84,18 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(body, default=str, sort_keys=False)
 
 
-def setup_logging(level: str, stream: IO[str] | None = None) -> None:
-    handler = logging.StreamHandler(stream or sys.stderr)
+class _StderrHandler(logging.Handler):
+    """Writes to the current ``sys.stderr`` (looked up per record, not bound once)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+
+
+def setup_logging(level: str) -> None:
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger("slinky_topology")
     root.handlers[:] = [handler]

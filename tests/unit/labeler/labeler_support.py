@@ -19,7 +19,11 @@ class ApiError(Exception):
         self.status = status
 
 
-def node(name: str, labels: Mapping[str, str] | None = None, **annotations: str) -> dict[str, Any]:
+def node(
+    name: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
     if annotations:
         meta["annotations"] = dict(annotations)
@@ -104,6 +108,11 @@ class FakeCluster:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         events, self.watch_events = self.watch_events, []
         yield from events
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        if name not in self.nodes:
+            raise ApiError(404, "node not found")
+        return copy.deepcopy(self.nodes[name])
 
     def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
         self._maybe_fail()

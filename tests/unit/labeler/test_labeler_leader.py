@@ -1,0 +1,118 @@
+"""Leader election logic against an in-memory Lease API (unit level only)."""
+
+from __future__ import annotations
+
+from tests.unit.labeler.labeler_support import ApiError, FakeClock, FakeLeases
+
+from slinky_topology.labeler.leader import LeaderElector, format_time, parse_time
+
+NS = "slinky"
+
+
+def _elector(api: FakeLeases, clock: FakeClock, identity: str) -> LeaderElector:
+    return LeaderElector(
+        api,
+        name="labeler",
+        namespace=NS,
+        identity=identity,
+        lease_duration=15,
+        renew_deadline=10,
+        retry_period=2,
+        clock=clock,
+    )
+
+
+def _spec(api: FakeLeases) -> dict[str, object]:
+    spec: dict[str, object] = api.leases[(NS, "labeler")]["spec"]
+    return spec
+
+
+def test_time_round_trip() -> None:
+    assert parse_time(format_time(1_800_000_000.25)) == 1_800_000_000.25
+    assert parse_time(None) is None and parse_time("garbage") is None
+
+
+def test_first_candidate_acquires_second_waits() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    assert a.try_acquire_or_renew() and a.is_leader
+    assert not b.try_acquire_or_renew() and not b.is_leader
+    assert _spec(api)["holderIdentity"] == "a"
+    assert _spec(api)["leaseTransitions"] == 0
+
+
+def test_leader_renews_and_keeps_the_lease() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    for _ in range(20):
+        clock.advance(2)
+        assert a.try_acquire_or_renew()
+        assert not b.try_acquire_or_renew()
+    assert _spec(api)["renewTime"] == format_time(clock.now)
+
+
+def test_expired_lease_is_taken_over() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    clock.advance(14)
+    assert not b.try_acquire_or_renew(), "not expired yet"
+    clock.advance(2)
+    assert b.try_acquire_or_renew()
+    assert _spec(api)["holderIdentity"] == "b"
+    assert _spec(api)["leaseTransitions"] == 1
+    # the old leader stopped writing once its renew deadline passed
+    assert not a.is_leader
+    assert not a.try_acquire_or_renew()
+
+
+def test_stale_leader_stops_writing_before_the_lease_expires() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a = _elector(api, clock, "a")
+    a.try_acquire_or_renew()
+    api.fail = [ConnectionError("api down")] * 10
+    clock.advance(5)
+    assert a.try_acquire_or_renew(), "a transient failure inside the deadline keeps leadership"
+    clock.advance(6)
+    assert not a.try_acquire_or_renew()
+    assert not a.is_leader
+
+
+def test_release_hands_over_at_once() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    assert a.release()
+    assert not a.is_leader
+    assert _spec(api)["holderIdentity"] is None
+    assert b.try_acquire_or_renew(), "an empty holder is free without waiting"
+    assert not a.release(), "a non-leader has nothing to release"
+    assert _spec(api)["holderIdentity"] == "b"
+
+
+def test_conflict_means_someone_else_won() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    clock.advance(20)
+    real_replace = api.replace_lease
+
+    def racing_replace(namespace: str, name: str, body: dict[str, object]) -> dict[str, object]:
+        api.replace_lease = real_replace  # type: ignore[method-assign]
+        real_replace(namespace, name, {**body, "spec": {**body["spec"], "holderIdentity": "a"}})  # type: ignore[dict-item]
+        raise ApiError(409, "conflict")
+
+    api.replace_lease = racing_replace  # type: ignore[method-assign,assignment]
+    assert not b.try_acquire_or_renew()
+    assert not b.is_leader
+
+
+def test_only_one_leader_among_many_candidates() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    candidates = [_elector(api, clock, f"pod-{i}") for i in range(5)]
+    for _ in range(30):
+        clock.advance(2)
+        for c in candidates:
+            c.try_acquire_or_renew()
+        assert sum(c.is_leader for c in candidates) == 1
