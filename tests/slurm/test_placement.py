@@ -9,6 +9,7 @@ than they finish so the free nodes fragment) runs three times on one emulated sl
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import pytest
@@ -70,3 +71,19 @@ def test_generated_topology_places_jobs_at_least_as_well_as_none(
     assert block.share(units.block) == 1.0, report
     assert block.share(units.block) >= none.share(units.block), report
     assert tree.share(units.leaf) >= none.share(units.leaf), report
+
+
+def test_main_prints_figures_and_writes_json(
+    slurm_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m slinky_harness.placement`` (a short run: 4 jobs, block mode only)."""
+    if not chroot_info(slurm_root).emulator:
+        pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
+    out = tmp_path / "placement.json"
+    assert main(["--modes", "block", "--jobs", "4", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "block" in printed and "4/4" in printed, printed
+    data = json.loads(out.read_text())
+    (run,) = data["runs"]
+    assert run["mode"] == "block" and run["completed"] == run["jobs"] == 4
+    assert run["share_one_domain"] == 1.0
