@@ -473,7 +473,9 @@ class Controller:
     # ---------------------------------------------------------------- main loop
 
     def ready(self) -> bool:
-        return self.synced.is_set() and self.last_pass_ok is not False
+        """Ready once the Nodes are listed; a failed pass is reported by metrics and Events,
+        not by readiness (bad input must not take the metrics endpoint away)."""
+        return self.synced.is_set()
 
     def live(self) -> bool:
         return not self.stop.is_set()

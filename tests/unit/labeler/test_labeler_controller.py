@@ -131,7 +131,7 @@ def test_pass_publishes_then_bad_input_keeps_last_good(tmp_path: Path) -> None:
     (event,) = api.events
     assert event["reason"] == "TopologyInvalid" and event["type"] == "Warning"
     assert metrics.value("slinky_topology_labeler_errors_total", kind="validation") == 1
-    assert not ctl.ready()
+    assert ctl.ready() and ctl.last_pass_ok is False
 
 
 def test_follower_does_not_write() -> None:
