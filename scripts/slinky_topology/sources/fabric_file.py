@@ -23,7 +23,9 @@ from slinky_topology.model import Fabric, Node, NvlinkDomain, Switch, TopologyRe
 __all__ = ["BUILTIN_DEFAULT", "SCHEMA_PATH", "fabric_from_data", "load_fabric", "schema"]
 
 BUILTIN_DEFAULT = "default"
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "fabric.schema.json"
+# The canonical file is schemas/fabric.schema.json; the package carries it (through a symlink in
+# data/, which wheels resolve to a copy) so installed copies work outside a checkout.
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "fabric.schema.json"
 
 
 @lru_cache(maxsize=1)
