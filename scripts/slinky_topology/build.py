@@ -349,10 +349,11 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         block_sizes = req.block_sizes
     else:
         base = max(sizes.values(), default=1)
-        if root.children:
-            widest = max(len(_layout(g)) for g in root.children.values())
-        else:
-            widest = len(root.units)
+        widest = (
+            max(len(_layout(g)) for g in root.children.values())
+            if root.children
+            else len(root.units)
+        )
         level = min(max(widest, 1).bit_length() - 1, MAX_BLOCK_LEVEL)
         block_sizes = tuple(base << j for j in range(level + 1))
     base = block_sizes[0]
