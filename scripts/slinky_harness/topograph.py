@@ -145,8 +145,10 @@ def ensure(*, quiet: bool = False) -> Path:
     try:
         src = staging / "src"
         shutil.copytree(module, src)
-        for folder, _dirs, _files in os.walk(src):
+        for folder, _dirs, files in os.walk(src):  # the module cache is read-only
             Path(folder).chmod(0o755)
+            for name in files:
+                (Path(folder) / name).chmod(0o644)
         _patch_registry(src)
         cmd = [
             go, "build", "-trimpath", "-o", str(staging / "topograph"),
