@@ -309,7 +309,17 @@ Secret the Token writes: token.secretName, else "<fullname>-token-<username>".
 Usage: {{ include "slurm-cluster.token.secretName" . }}
 */}}
 {{- define "slurm-cluster.token.secretName" -}}
-{{- .Values.token.secretName | default (include "slurm-cluster.componentName" (dict "context" . "suffix" (printf "token-%s" .Values.token.username))) }}
+{{- .Values.token.secretName | default (include "slurm-cluster.token.name" .) }}
+{{- end }}
+
+{{- /*
+Name of the Token object: "<fullname>-token-<username>", the user name folded to a DNS label
+(lower case, other characters replaced by "-", at most 20 characters).
+Usage: {{ include "slurm-cluster.token.name" . }}
+*/}}
+{{- define "slurm-cluster.token.name" -}}
+{{- $user := regexReplaceAll "[^a-z0-9-]+" (lower .Values.token.username) "-" | trunc 20 | trimAll "-" | default "user" }}
+{{- include "slurm-cluster.componentName" (dict "context" . "suffix" (printf "token-%s" $user)) }}
 {{- end }}
 
 {{- /*
