@@ -39,7 +39,8 @@ def test_main_tiny_sizes_prints_table_and_writes_json(
     assert [row["nodes"] for row in report["ours"]] == [36, 72]
     for row in report["ours"]:
         assert len(row["seconds_runs"]) == 2
-        assert row["seconds"] >= 0 and row["cpu_seconds"] >= 0
+        assert row["seconds"] >= row["yaml_seconds"] >= 0
+        assert row["cpu_seconds"] >= row["yaml_cpu_seconds"] >= 0
         assert row["peak_rss_mib"] > 0
         assert row["yaml_shape"] == "static"
         assert row["yaml_bytes"] > 0 and row["annotations_bytes"] > 0
@@ -124,11 +125,26 @@ def test_render_table_with_topograph_rows_and_errors() -> None:
     }
     table = bench.render_table(report)
     assert "NVIDIA topograph v0.3.0 (test provider + slurm engine): partial" in table
-    assert "ours/topo" in table
+    assert "yaml/t" in table
     assert "error: no result after 600s" in table
     assert "MISS 10k nodes generate+validate < 2 s" in table  # 2.0 is not under 2
-    row_1000 = next(line for line in table.splitlines()[-3:] if line.split()[0] == "1000")
+    topo_part = table.split("NVIDIA topograph", 1)[1]
+    row_1000 = next(line for line in topo_part.splitlines() if line.split()[:1] == ["1000"])
     assert row_1000.split()[4] == "2.00"
+
+
+def test_ratios_ours_over_topograph() -> None:
+    mine = dict(_ours(1000, 0.4, 20.0), yaml_seconds=0.1, yaml_cpu_seconds=0.1)
+    ratios = bench._ratios(mine, {"seconds": 0.2, "cpu_seconds": 0.05})
+    assert ratios == pytest.approx(
+        {
+            "ratio_ours_over_topograph": 2.0,
+            "yaml_ratio_ours_over_topograph": 0.5,
+            "cpu_ratio_ours_over_topograph": 8.0,
+            "yaml_cpu_ratio_ours_over_topograph": 2.0,
+        }
+    )
+    assert bench._ratios(mine, {"seconds": 0.0, "cpu_seconds": float("nan")}) == {}
 
 
 def test_topograph_unavailable_is_reported_not_raised() -> None:
