@@ -108,3 +108,23 @@ def test_registry_patch_drops_exactly_the_nebius_lines(tmp_path: Path) -> None:
     assert "lambdai" in text and "netq.NamedLoader" in text
     with pytest.raises(topograph.TopographError, match="found 0"):
         topograph._patch_registry(tmp_path)
+
+
+@pytest.mark.skipif(
+    not topograph.binary_path().is_file(),
+    reason="topograph v0.3.0 not built yet (python -m slinky_harness.bench builds it)",
+)
+def test_driver_against_the_cached_binary(tmp_path: Path) -> None:
+    """The real service on a tiny model: two racks under one leaf give one switch path, two blocks."""
+    fabric = synthetic_fabric(36)
+    model = topograph.write_model(fabric, tmp_path / "m.yaml")
+    names = sorted(n.name for n in fabric.nodes)
+    run = topograph.run_generation(
+        topograph.ensure(quiet=True), model, names, repeat=2, workdir=tmp_path
+    )
+    assert len(run.server_seconds) == len(run.wall_seconds) == len(run.cpu_seconds) == 2
+    doc = yaml.safe_load(run.output)
+    assert [unit["topology"] for unit in doc] == ["fabric", "nvl"]
+    tree, block = doc[0]["tree"]["switches"], doc[1]["block"]
+    assert {sw["switch"] for sw in tree} == {"core1", "spine000", "leaf0000"}
+    assert [b["nodes"] for b in block["blocks"]] == ["gpu[00000-00017]", "gpu[00018-00035]"]
