@@ -415,6 +415,8 @@ class Controller:
             )
         except TopologyError as exc:
             return self._failed(exc, "TopologyInvalid")
+        except Exception as exc:  # reading the fabric ConfigMap: API or connection errors
+            return self._failed(exc, "ApiError")
         for finding in desired.warnings:
             log.warning("topology warning", extra={"finding": str(finding)})
         try:
@@ -499,7 +501,11 @@ class Controller:
                 if self.dirty.is_set() and self.args.debounce_seconds > 0:
                     self.stop.wait(self.args.debounce_seconds)
                 self.dirty.clear()
-                self.run_pass()
+                try:
+                    self.run_pass()
+                except Exception:  # keep watching; the next change or resync retries
+                    self.metrics.passes.labels(result="error").inc()
+                    log.exception("pass crashed")
                 next_resync = time.monotonic() + self.args.resync_seconds
         finally:
             self.stop.set()

@@ -284,3 +284,36 @@ def test_discover_degrades_cleanly(nvml: FakeNvml, reason: str) -> None:
 def test_discover_without_nvml_package_exits_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(discover, "load_nvml", lambda: None)
     assert main(["discover", "--once", "--dry-run"]) == 0
+
+
+FABRIC = """\
+apiVersion: fabric.example.org/v1alpha1
+kind: Fabric
+metadata: {name: t}
+spec:
+  switches: [{name: leaf1}]
+  nodes:
+    - {name: 'n[1-2]', leaf: leaf1}
+"""
+
+
+def test_fabric_configmap_input_and_its_failures() -> None:
+    api = FakeCluster([node("n1"), node("n2")])
+    ctl = Controller(_args("--fabric-configmap", "fabric"), api, sleep=lambda _: None)
+    ctl.relist()
+    assert not ctl.run_pass(), "a missing fabric ConfigMap is bad input"
+    assert api.events[-1]["reason"] == "TopologyInvalid" and not api.patches
+    api.configmaps[(NS, "fabric")] = {
+        "metadata": {"name": "fabric"},
+        "data": {"fabric.yaml": FABRIC},
+    }
+    assert ctl.run_pass()
+    assert {n for n, _ in api.patches} == {"n1", "n2"}
+    text = api.configmaps[(NS, "gpu-topology")]["data"][CONFIGMAP_KEY]
+    assert "switch: leaf1" in text
+
+    def broken(namespace: str, name: str) -> dict[str, Any] | None:
+        raise ApiError(500, "etcd timeout")
+
+    api.get_configmap = broken  # type: ignore[method-assign]
+    assert not ctl.run_pass(), "API errors fail the pass without crashing the controller"
