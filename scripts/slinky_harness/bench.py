@@ -292,8 +292,12 @@ def _check_topograph_output(text: str, names: Sequence[str]) -> dict[str, Any]:
         if unit.get("tree"):
             entry["switches"] = len(unit["tree"].get("switches") or [])
         if unit.get("block"):
-            entry["blocks"] = len(unit["block"].get("blocks") or [])
-            entry["blockSizes"] = unit["block"].get("blockSizes")
+            block = unit["block"]
+            entry["blocks"] = len(block.get("blocks") or [])
+            # Slurm's topology.yaml spells it block_sizes; record what topograph wrote
+            key = next((k for k in ("block_sizes", "blockSizes") if k in block), None)
+            entry["block_sizes_key"] = key
+            entry["block_sizes"] = block.get(key) if key else None
         summary["topologies"].append(entry)
     summary["nodes_requested"] = len(names)
     return summary

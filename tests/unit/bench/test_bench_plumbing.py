@@ -171,3 +171,19 @@ def test_bad_options_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         bench.main([*argv, "--no-topograph"])
     assert exc.value.code == 2
+
+
+def test_topograph_output_summary_records_the_block_sizes_key() -> None:
+    text = (
+        "- topology: fabric\n  cluster_default: true\n  tree:\n    switches:\n"
+        "    - {switch: s1, nodes: 'a,b'}\n"
+        "- topology: nvl\n  cluster_default: false\n  block:\n    blockSizes: [10, 20]\n"
+        "    blocks: [{block: block1, nodes: 'a,b'}]\n"
+    )
+    summary = bench._check_topograph_output(text, ["a", "b"])
+    assert summary["parsed"] is True
+    assert summary["topologies"] == [
+        {"topology": "fabric", "switches": 1},
+        {"topology": "nvl", "blocks": 1, "block_sizes_key": "blockSizes", "block_sizes": [10, 20]},
+    ]
+    assert bench._check_topograph_output("{}", [])["parsed"] is False
