@@ -159,6 +159,9 @@ def growth(ours: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for a, b in itertools.pairwise(ours):
         node_ratio = b["nodes"] / a["nodes"]
         time_ratio = b["seconds"] / a["seconds"] if a["seconds"] > 0 else float("nan")
+        cpu_ratio = (
+            b["cpu_seconds"] / a["cpu_seconds"] if a.get("cpu_seconds", 0) > 0 else float("nan")
+        )
         mem_ratio = b["peak_rss_mib"] / a["peak_rss_mib"] if a["peak_rss_mib"] > 0 else float("nan")
         rows.append(
             {
@@ -167,6 +170,8 @@ def growth(ours: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "node_ratio": node_ratio,
                 "time_ratio": time_ratio,
                 "normalized": time_ratio / node_ratio,
+                "cpu_ratio": cpu_ratio,
+                "cpu_normalized": cpu_ratio / node_ratio,
                 "rss_ratio": mem_ratio,
             }
         )
@@ -329,12 +334,14 @@ def render_table(report: dict[str, Any]) -> str:
         lines.append("")
         lines.append("growth (normalized = time ratio / node ratio; 1.0 is linear)")
         lines.append(
-            f"{'from':>7} {'to':>7} {'nodes x':>8} {'time x':>8} {'normalized':>10} {'rss x':>7}"
+            f"{'from':>7} {'to':>7} {'nodes x':>8} {'time x':>8} {'normalized':>10} "
+            f"{'cpu x':>7} {'cpu norm':>9} {'rss x':>7}"
         )
         for g in report["growth"]:
             lines.append(
                 f"{g['from']:>7} {g['to']:>7} {g['node_ratio']:>8.2f} {_fmt(g['time_ratio'], '>8.2f')} "
-                f"{_fmt(g['normalized'], '>10.2f')} {_fmt(g['rss_ratio'], '>7.2f')}"
+                f"{_fmt(g['normalized'], '>10.2f')} {_fmt(g.get('cpu_ratio'), '>7.2f')} "
+                f"{_fmt(g.get('cpu_normalized'), '>9.2f')} {_fmt(g['rss_ratio'], '>7.2f')}"
             )
     lines.append("")
     lines.append("targets")

@@ -96,6 +96,7 @@ def test_growth_normalizes_by_node_ratio() -> None:
     assert g["node_ratio"] == 10.0
     assert g["time_ratio"] == pytest.approx(20.0)
     assert g["normalized"] == pytest.approx(2.0)
+    assert g["cpu_normalized"] == pytest.approx(2.0)  # the fixture's CPU time equals its wall time
     assert g["rss_ratio"] == pytest.approx(2.0)
 
 
