@@ -70,7 +70,7 @@ def unit(session: nox.Session) -> None:
     """Unit tests of the Python packages (topology generator, CRD generator, harness)."""
     _install(session, "test")
     _tools(session)
-    _pytest(session, "tests/unit")
+    _pytest(session, "tests/unit", "-m", "not bench")
 
 
 @nox.session
@@ -109,7 +109,8 @@ def docs(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks: topology generation at 1k, 10k and 65,536 nodes, side by side with NVIDIA topograph."""
-    _install(session)
+    _install(session, "test")
+    session.run(*PYTEST, "tests/unit/bench", "-m", "bench")
     session.run("python", "-m", "slinky_harness.bench", *session.posargs)
 
 

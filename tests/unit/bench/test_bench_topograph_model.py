@@ -110,10 +110,7 @@ def test_registry_patch_drops_exactly_the_nebius_lines(tmp_path: Path) -> None:
         topograph._patch_registry(tmp_path)
 
 
-@pytest.mark.skipif(
-    not topograph.binary_path().is_file(),
-    reason="topograph v0.3.0 not built yet (python -m slinky_harness.bench builds it)",
-)
+@pytest.mark.bench
 def test_driver_against_the_cached_binary(tmp_path: Path) -> None:
     """The real service on a tiny model: two racks under one leaf give one switch path, two blocks."""
     fabric = synthetic_fabric(36)
