@@ -81,7 +81,7 @@ def slurm(session: nox.Session) -> None:
     _pytest(session, "tests/slurm")
 
 
-@nox.session(default=False)
+@nox.session
 def cluster(session: nox.Session) -> None:
     """Real kube-apiserver, controller-manager and scheduler with kwok nodes (builds them once)."""
     _install(session, "test")

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.fleet import Fleet, load_fleet
+from slinky_harness.toolchain import cache_root, go_env
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -93,32 +94,9 @@ class ControlPlaneError(RuntimeError):
 # --- binaries ----------------------------------------------------------------------------------
 
 
-def cache_root() -> Path:
-    """``$SLINKY_SUITE_CACHE``, else ``$XDG_CACHE_HOME/slinky-suite``, else ``~/.cache/...``."""
-    configured = os.environ.get("SLINKY_SUITE_CACHE")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "slinky-suite"
-
-
 def binaries_dir() -> Path:
     """Where ``ensure_binaries`` puts the binaries (it may not exist yet)."""
     return cache_root() / "controlplane" / BUILD_KEY / "bin"
-
-
-def go_env() -> dict[str, str]:
-    """Environment for ``go``: the suite's module and build caches, static binaries."""
-    root = cache_root() / "go"
-    env = dict(os.environ)
-    env.update(
-        GOMODCACHE=str(root / "mod"),
-        GOCACHE=str(root / "build"),
-        GOFLAGS="-mod=mod",
-        CGO_ENABLED="0",
-        GOTOOLCHAIN="local",
-    )
-    return env
 
 
 def ldflags() -> str:

@@ -9,9 +9,9 @@ Each tool is a Go program. It is taken, in this order, from:
    ``go build`` inside the module (so its own ``replace`` lines apply) with the version
    ldflags, into a temporary folder that is renamed into the cache when complete.
 
-kubectl is built from ``k8s.io/kubernetes`` inside this repository's ``tools/`` Go module,
-because that module cannot be built on its own.  Go's module and build caches live in
-``$SLINKY_SUITE_CACHE/go`` so that warm runs rebuild nothing.
+kubectl comes from the control-plane build of :mod:`slinky_harness.controlplane` (this
+repository's ``tools/`` Go module, because ``k8s.io/kubernetes`` cannot be built on its own).
+Go's module and build caches live in ``$SLINKY_SUITE_CACHE/go`` so that warm runs rebuild nothing.
 
 Usage::
 
@@ -59,16 +59,11 @@ class GoTool:
     version_regex: str
     """Pattern whose first group is the version the command reports."""
     ldflags: str = ""
-    in_tools_module: bool = False
-    """Build inside this repository's ``tools/`` module instead of the module itself."""
-    hint: str = ""
 
     @property
     def reported_version(self) -> str:
         return self.version.removeprefix("v")
 
-
-K8S_VERSION = "v1.36.3"
 
 TOOLS: dict[str, GoTool] = {
     tool.name: tool
@@ -118,31 +113,12 @@ TOOLS: dict[str, GoTool] = {
             version_regex=r"version v?(\S+)",
             ldflags="-X main.version=1.14.2",
         ),
-        GoTool(
-            name="kubectl",
-            module="k8s.io/kubernetes",
-            version=K8S_VERSION,
-            package="k8s.io/kubernetes/cmd/kubectl",
-            version_args=("version", "--client", "-o", "json"),
-            version_regex=r'"gitVersion":\s*"v?([^"]+)"',
-            ldflags=" ".join(
-                f"-X {pkg}.{var}={val}"
-                for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
-                for var, val in (
-                    ("gitVersion", K8S_VERSION),
-                    ("gitMajor", "1"),
-                    ("gitMinor", K8S_VERSION.split(".")[1]),
-                    ("gitTreeState", "clean"),
-                )
-            ),
-            in_tools_module=True,
-            hint="it is built from the tools/ Go module of this repository",
-        ),
     )
 }
 
 LINT_TOOLS = ("helm", "helm3", "ct", "kubeconform", "helm-docs")
 """The tools the offline tiers (lint, render, props) need."""
+ALL_TOOLS = (*LINT_TOOLS, "kubectl")
 
 
 def cache_root() -> Path:
@@ -228,12 +204,7 @@ def _build(tool: GoTool, log: Path) -> Path:
             f"{tool.name} {tool.version}: not on PATH at that version and no 'go' to build it; "
             f"install Go 1.26+ or put {tool.name} {tool.version} on PATH"
         )
-    if tool.in_tools_module:
-        workdir = REPO_ROOT / "tools"
-        if not (workdir / "go.mod").is_file():
-            raise ToolError(f"{tool.name} {tool.version}: {workdir}/go.mod is missing")
-    else:
-        workdir = module_dir(tool.module, tool.version)
+    workdir = module_dir(tool.module, tool.version)
     dest = cached_path(tool)
     dest.parent.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{tool.version}-", dir=dest.parent.parent))
@@ -260,9 +231,31 @@ def _build(tool: GoTool, log: Path) -> Path:
     return dest
 
 
+def _kubectl() -> Path:
+    from slinky_harness import controlplane  # noqa: PLC0415 - imports this module
+
+    wanted = controlplane.K8S_VERSION
+    found = shutil.which("kubectl")
+    if found:
+        proc = subprocess.run(
+            [found, "version", "--client", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if f'"gitVersion": "{wanted}"' in proc.stdout:
+            return Path(found)
+    try:
+        return controlplane.ensure_binaries() / "kubectl"
+    except controlplane.ControlPlaneError as exc:
+        raise ToolError(f"kubectl {wanted}: {exc}") from exc
+
+
 @cache
 def ensure(name: str) -> Path:
     """Return the path of the pinned tool ``name``, building it if needed."""
+    if name == "kubectl":
+        return _kubectl()
     try:
         tool = TOOLS[name]
     except KeyError:
@@ -338,9 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "install":
-            for name in args.tools or list(TOOLS):
-                path = ensure(name)
-                print(f"{name} {TOOLS[name].version} {path}")
+            for name in args.tools or ALL_TOOLS:
+                print(f"{name} {ensure(name)}")
         else:
             print(path_prefix(args.tools or LINT_TOOLS))
     except ToolError as exc:
