@@ -19,9 +19,14 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from slinky_harness import charts, helm, kubeschema, manifests, valuegen
+from slinky_topology.crdgen import cel
 
 CHARTS = charts.discover_charts()
 NEWEST = kubeschema.newest_version()
+# Build the validators (and import the CEL library, which raises the recursion limit once) before
+# hypothesis runs: hypothesis warns when the limit changes inside an example.
+SCHEMAS = kubeschema.schema_set(NEWEST)
+cel.compile_rules(*next(iter(SCHEMAS.crds.values())))
 REGISTRY = "registry.props.invalid"
 CHART_FAILURE = re.compile(r"execution error at \([^)]*\): ")
 BUG_MARKERS = (
@@ -65,7 +70,7 @@ def check_render(chart: charts.Chart, values: dict[str, Any]) -> None:
     problems = manifests.all_invariants(
         result.docs, namespace=helm.DEFAULT_NAMESPACE, values=values, registry=REGISTRY
     )
-    problems += kubeschema.schema_set(NEWEST).validate_all(result.docs)
+    problems += SCHEMAS.validate_all(result.docs)
     assert not problems, "\n".join(problems)
 
 
