@@ -1,0 +1,269 @@
+"""Shared helpers of the chart tests in the cluster tier (helm runs, CRDs, leftovers).
+
+Every chart scenario is installed with its ``ci/<scenario>-values.yaml`` followed by the
+chart's kwok overrides in ``tests/data/cluster/overrides/<chart>.yaml`` (see the comments there:
+admission webhooks get ``failurePolicy: Ignore`` because no webhook server answers under kwok).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness import charts as chart_index
+from slinky_harness import kubeschema
+
+if TYPE_CHECKING:
+    from slinky_harness.controlplane import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "cluster"
+OVERRIDES = DATA / "overrides"
+SLINKY_GROUP = "slinky.slurm.net"
+HELM_TIMEOUT = "60s"
+# Objects every namespace has, and kinds that are records rather than release contents.
+NAMESPACE_BASELINE = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
+IGNORED_NAMESPACED = {"events", "events.events.k8s.io"}
+
+CHARTS = {c.name: c for c in chart_index.discover_charts()}
+
+
+def chart_scenarios() -> list[chart_index.Scenario]:
+    """Every ``ci/*-values.yaml`` scenario of every chart (profiles are the render tier's)."""
+    found: list[chart_index.Scenario] = []
+    for chart in CHARTS.values():
+        found.extend(s for s in chart_index.scenarios(chart, include_profiles=False) if s.source)
+    return found
+
+
+def values_files(scenario: chart_index.Scenario) -> list[Path]:
+    """The scenario's ci file (if any), then the chart's kwok overrides (if any)."""
+    files = [scenario.source] if scenario.source else []
+    override = OVERRIDES / f"{scenario.chart}.yaml"
+    if override.is_file():
+        files.append(override)
+    return files
+
+
+def values_args(files: list[Path]) -> list[str]:
+    args: list[str] = []
+    for path in files:
+        args += ["-f", str(path)]
+    return args
+
+
+def release_name(scenario: chart_index.Scenario) -> str:
+    short = {
+        "slurm-operator": "op",
+        "slurm-cluster": "sc",
+        "slurm-bridge": "br",
+        "gpu-topology-labeler": "gtl",
+    }[scenario.chart]
+    return f"{short}-{scenario.name.removeprefix('ci/')}"[:30].strip("-")
+
+
+@dataclass
+class Helm:
+    """A pinned helm binary bound to the session cluster, with its own config folders."""
+
+    binary: Path
+    cluster: Cluster
+    home: Path
+
+    def env(self) -> dict[str, str]:
+        env = self.cluster.env()
+        for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
+            env[var] = str(self.home / var.lower())
+        return env
+
+    def run(
+        self, *args: str, namespace: str | None = None, check: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.binary), "--kubeconfig", str(self.cluster.kubeconfig)]
+        if namespace:
+            cmd += ["-n", namespace]
+        proc = subprocess.run(
+            [*cmd, *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"`helm {' '.join(args)}` failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
+            )
+        return proc
+
+
+def kubectl(
+    cluster: Cluster, *args: str, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """kubectl against the cluster, returning the process (stderr carries warnings)."""
+    return subprocess.run(
+        [str(cluster.bindir / "kubectl"), *args],
+        env=cluster.env(),
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if not last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last}")
+
+
+# -- CRDs --
+
+
+def _apply_crds(cluster: Cluster, crds: tuple[dict[str, Any], ...]) -> None:
+    cluster.apply(list(crds))
+    names = [str(c["metadata"]["name"]) for c in crds]
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in names]
+    )
+
+
+def install_third_party_crds(cluster: Cluster) -> None:
+    """cert-manager, Prometheus Operator and KEDA CRDs (pinned in kubeschema)."""
+    _apply_crds(cluster, kubeschema.third_party_crds())
+    cluster.apply(DATA / "prerequisites.yaml")
+
+
+def slinky_crd_names() -> list[str]:
+    return sorted(str(c["metadata"]["name"]) for c in kubeschema.our_crds())
+
+
+def ensure_slinky_crds(cluster: Cluster) -> None:
+    """The Slinky CRDs as slurm-operator ships them, present (applied outside any release)."""
+    existing = set(cluster.kubectl("get", "crd", "-o", "name").split())
+    if all(
+        f"customresourcedefinition.apiextensions.k8s.io/{n}" in existing for n in slinky_crd_names()
+    ):
+        return
+    _apply_crds(cluster, kubeschema.our_crds())
+
+
+def delete_slinky_crds(cluster: Cluster) -> None:
+    """Remove the Slinky CRDs, so a slurm-operator release can create (and own) them."""
+    cluster.kubectl(
+        "delete", "crd", "--ignore-not-found", "--wait", "--timeout=60s", *slinky_crd_names()
+    )
+
+
+# -- leftovers --
+
+
+def _resource_names(cluster: Cluster, namespaced: bool) -> list[str]:
+    out = cluster.kubectl(
+        "api-resources", f"--namespaced={str(namespaced).lower()}", "--verbs=list", "-o", "name"
+    )
+    return [n for n in out.split() if n not in IGNORED_NAMESPACED]
+
+
+def _items(cluster: Cluster, kinds: list[str], namespace: str | None) -> list[dict[str, Any]]:
+    args = ["get", ",".join(kinds), "-o", "json", "--ignore-not-found"]
+    args += ["-n", namespace] if namespace else []
+    text = cluster.kubectl(*args)
+    if not text.strip():
+        return []
+    data = json.loads(text)
+    return list(data.get("items", []))
+
+
+# Chart bug (reported): the `helm test` Pods of these charts carry only
+# `helm.sh/hook-delete-policy: before-hook-creation`, so they outlive `helm uninstall`, which the
+# READMEs do not document. They are tolerated (not required) here and deleted by the tests.
+TEST_POD_SURVIVES_UNINSTALL = {"slurm-operator", "slurm-bridge", "gpu-topology-labeler"}
+
+
+def is_test_hook_pod(item: dict[str, Any]) -> bool:
+    annotations = item["metadata"].get("annotations") or {}
+    return item["kind"] == "Pod" and annotations.get("helm.sh/hook") == "test"
+
+
+def namespaced_leftovers(cluster: Cluster, namespace: str, chart: str | None = None) -> list[str]:
+    """Objects in ``namespace`` other than its baseline (and ``chart``'s known test-pod bug)."""
+    found = []
+    for item in _items(cluster, _resource_names(cluster, True), namespace):
+        key = (str(item["kind"]), str(item["metadata"]["name"]))
+        if key in NAMESPACE_BASELINE:
+            continue
+        if chart in TEST_POD_SURVIVES_UNINSTALL and is_test_hook_pod(item):
+            continue
+        found.append(f"{key[0]}/{key[1]}")
+    return sorted(found)
+
+
+def release_cluster_objects(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    """Cluster-scoped objects that belong to a release in ``namespace`` (helm annotation)."""
+    kinds = [k for k in _resource_names(cluster, False) if k not in {"namespaces", "nodes"}]
+    found = []
+    for item in _items(cluster, kinds, None):
+        annotations = item["metadata"].get("annotations") or {}
+        if annotations.get("meta.helm.sh/release-namespace") == namespace:
+            found.append(item)
+    return found
+
+
+def cluster_leftovers(cluster: Cluster, namespace: str) -> list[str]:
+    """Cluster-scoped objects of ``namespace``'s releases that helm should have deleted."""
+    return sorted(
+        f"{i['kind']}/{i['metadata']['name']}"
+        for i in release_cluster_objects(cluster, namespace)
+        if (i["metadata"].get("annotations") or {}).get("helm.sh/resource-policy") != "keep"
+    )
+
+
+def render(
+    helm: Helm, chart: str, files: list[Path], release: str, namespace: str
+) -> list[dict[str, Any]]:
+    """``helm template`` against the live cluster's API versions (no lookups)."""
+    proc = helm.run(
+        "template",
+        release,
+        str(CHARTS[chart].path),
+        "--namespace",
+        namespace,
+        *values_args(files),
+    )
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+# -- scenario prerequisites --
+
+# Namespaces outside the test's own that a scenario's values name (created before the install,
+# deleted after): slurm-operator's namespace-scoped scenario binds Roles in its watchNamespaces,
+# slurm-bridge's default scenario manages namespace `slurm-bridge`.
+EXTRA_NAMESPACES: dict[str, list[str]] = {
+    "slurm-operator:ci/namespace-scoped": ["slurm", "slurm-team-a"],
+    "slurm-bridge:ci/default": ["slurm-bridge"],
+}
+
+
+def prerequisites(cluster: Cluster, scenario: chart_index.Scenario, namespace: str) -> None:
+    """Create what a scenario refers to but does not create (namespaces)."""
+    for name in EXTRA_NAMESPACES.get(scenario.id, []):
+        kubectl(cluster, "create", "namespace", name)
+
+
+def cleanup_prerequisites(cluster: Cluster, scenario: chart_index.Scenario) -> None:
+    names = EXTRA_NAMESPACES.get(scenario.id, [])
+    if names:
+        cluster.kubectl("delete", "namespace", "--ignore-not-found", "--wait=false", *names)

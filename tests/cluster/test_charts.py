@@ -1,0 +1,166 @@
+"""Every chart and ``ci/`` scenario goes through a full Helm life cycle on the kwok cluster.
+
+install --wait, test, upgrade --wait (a pod annotation changes), rollback, uninstall --wait,
+then nothing of the release may be left in its namespace or cluster-wide, except what the charts
+document they keep: the Slinky CRDs of slurm-operator (``crds.keep``, annotated
+``helm.sh/resource-policy: keep``). Helm 4 ``--wait`` is the watcher (kstatus) strategy, so the
+slurm-cluster custom resources, which nobody reconciles here, count as current without a status.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from tests.cluster import charts_support as support
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from slinky_harness.charts import Scenario
+    from slinky_harness.controlplane import Cluster
+
+Helm = support.Helm
+SCENARIOS = support.chart_scenarios()
+MARK = "cluster-tier.slinky.dev/upgraded"
+
+
+@pytest.fixture(scope="session")
+def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    return Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
+
+
+@pytest.fixture(scope="session")
+def helm3(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    return Helm(toolchain.ensure("helm3"), cluster, tmp_path_factory.mktemp("helm3"))
+
+
+@pytest.fixture(scope="session")
+def third_party_crds(cluster: Cluster) -> None:
+    support.install_third_party_crds(cluster)
+
+
+def prepare(cluster: Cluster, chart: str) -> None:
+    """slurm-operator creates (and owns) the Slinky CRDs itself; the other charts need them."""
+    if chart == "slurm-operator":
+        support.delete_slinky_crds(cluster)
+    else:
+        support.ensure_slinky_crds(cluster)
+
+
+def assert_nothing_left(cluster: Cluster, namespace: str, chart: str) -> None:
+    support.wait_for(
+        lambda: support.namespaced_leftovers(cluster, namespace, chart),
+        30,
+        f"{namespace} to hold nothing after helm uninstall",
+    )
+    support.wait_for(
+        lambda: support.cluster_leftovers(cluster, namespace),
+        30,
+        f"cluster-scoped objects of {namespace}'s release to be deleted",
+    )
+    kept = support.release_cluster_objects(cluster, namespace)
+    kinds = {str(k["kind"]) for k in kept}
+    # Only slurm-operator documents cluster-scoped objects it keeps: its CRDs.
+    assert kinds <= ({"CustomResourceDefinition"} if chart == "slurm-operator" else set()), kept
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_install_test_upgrade_rollback_uninstall(
+    cluster: Cluster, helm4: Helm, third_party_crds: None, namespace: str, scenario: Scenario
+) -> None:
+    prepare(cluster, scenario.chart)
+    chart = support.CHARTS[scenario.chart]
+    files = support.values_files(scenario)
+    release = support.release_name(scenario)
+    ns = ["--namespace", namespace]
+    wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
+    chart_path = str(chart.path)
+    support.prerequisites(cluster, scenario, namespace)
+    try:
+        helm4.run("install", release, chart_path, *ns, *support.values_args(files), *wait)
+        tested = helm4.run("test", release, *ns, "--timeout", support.HELM_TIMEOUT)
+        assert "Phase:          Failed" not in tested.stdout, tested.stdout
+        upgrade = [*files, support.DATA / "upgrade" / f"{scenario.chart}.yaml"]
+        helm4.run("upgrade", release, chart_path, *ns, *support.values_args(upgrade), *wait)
+        assert MARK in helm4.run("get", "manifest", release, *ns).stdout
+        helm4.run("rollback", release, "1", *ns, *wait)
+        assert MARK not in helm4.run("get", "manifest", release, *ns).stdout
+        history = helm4.run("history", release, *ns, "-o", "json").stdout
+        assert '"revision":3' in history.replace(" ", ""), history
+        if scenario.chart == "slurm-operator" and _crds_enabled(scenario):
+            kept = support.release_cluster_objects(cluster, namespace)
+            assert {k["metadata"]["name"] for k in kept if k["kind"] == "CustomResourceDefinition"} == set(
+                support.slinky_crd_names()
+            )
+        helm4.run("uninstall", release, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
+        assert_nothing_left(cluster, namespace, scenario.chart)
+        if scenario.chart == "slurm-operator" and _crds_enabled(scenario):
+            # Documented: crds.keep (default true) leaves the CRDs behind.
+            names = set(cluster.kubectl("get", "crd", "-o", "name").split())
+            for name in support.slinky_crd_names():
+                assert f"customresourcedefinition.apiextensions.k8s.io/{name}" in names
+    finally:
+        helm4.run("uninstall", release, *ns, "--ignore-not-found", check=False)
+        support.cleanup_prerequisites(cluster, scenario)
+
+
+def _crds_enabled(scenario: Scenario) -> bool:
+    return bool((scenario.values.get("crds") or {}).get("enabled", True))
+
+
+CHART_NAMES = sorted(support.CHARTS)
+
+
+@pytest.mark.parametrize("chart_name", CHART_NAMES)
+def test_helm3_install_upgrade_uninstall_defaults(
+    cluster: Cluster, helm3: Helm, third_party_crds: None, namespace: str, chart_name: str
+) -> None:
+    prepare(cluster, chart_name)
+    chart = support.CHARTS[chart_name]
+    files = [f for f in [support.OVERRIDES / f"{chart_name}.yaml"] if f.is_file()]
+    ns = ["--namespace", namespace]
+    wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
+    try:
+        helm3.run("install", "h3", str(chart.path), *ns, *support.values_args(files), *wait)
+        upgrade = [*files, support.DATA / "upgrade" / f"{chart_name}.yaml"]
+        helm3.run("upgrade", "h3", str(chart.path), *ns, *support.values_args(upgrade), *wait)
+        assert MARK in helm3.run("get", "manifest", "h3", *ns).stdout
+        helm3.run("uninstall", "h3", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
+        assert_nothing_left(cluster, namespace, chart_name)
+    finally:
+        helm3.run("uninstall", "h3", *ns, check=False)
+
+
+@pytest.mark.parametrize("chart_name", ["slurm-bridge", "slurm-operator"])
+def test_two_releases_side_by_side(
+    cluster: Cluster, helm4: Helm, third_party_crds: None, namespace: str, chart_name: str
+) -> None:
+    """Two releases of one chart in one namespace: no name or ownership conflicts."""
+    prepare(cluster, chart_name)
+    chart = support.CHARTS[chart_name]
+    files: list[Path] = [f for f in [support.OVERRIDES / f"{chart_name}.yaml"] if f.is_file()]
+    ns = ["--namespace", namespace]
+    wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
+    # The CRDs are cluster-scoped and can have one owner: the second operator release leaves them
+    # to the first (crds.enabled false), which is how the README says to run two operators.
+    second = ["--set", "crds.enabled=false"] if chart_name == "slurm-operator" else []
+    try:
+        helm4.run("install", "one", str(chart.path), *ns, *support.values_args(files), *wait)
+        helm4.run(
+            "install", "two", str(chart.path), *ns, *support.values_args(files), *second, *wait
+        )
+        for release in ("one", "two"):
+            status = helm4.run("status", release, *ns, "-o", "json").stdout
+            assert '"status":"deployed"' in status.replace(" ", "")
+        helm4.run("uninstall", "two", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
+        helm4.run("test", "one", *ns, "--timeout", support.HELM_TIMEOUT)
+        helm4.run("uninstall", "one", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
+        assert_nothing_left(cluster, namespace, chart_name)
+    finally:
+        for release in ("two", "one"):
+            helm4.run("uninstall", release, *ns, "--ignore-not-found", check=False)
