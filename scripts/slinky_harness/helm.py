@@ -91,8 +91,10 @@ class HelmResult:
 def _values_file(values: dict[str, Any] | None, tmp: Path) -> list[str]:
     if values is None:
         return []
-    path = tmp / "values.yaml"
-    path.write_text(yaml.safe_dump(values, sort_keys=True))
+    # JSON is YAML that every parser reads the same way; PyYAML's YAML 1.1 dump leaves strings
+    # such as "y" or "n" bare, which Helm's parser would read as booleans.
+    path = tmp / "values.json"
+    path.write_text(json.dumps(values, sort_keys=True, indent=1))
     return ["-f", str(path)]
 
 
