@@ -19,7 +19,7 @@ Usage: {{- include "slurm-cluster.networkPolicy.clusterPeers" . | nindent 8 }}
           - slurmrestd
           - slurmdbd
           - login
-          - {{ include "slurm-cluster.name" . }}
+          - {{ include "slurm-cluster.name" . | quote }}
 - namespaceSelector:
     matchLabels:
       kubernetes.io/metadata.name: {{ .Values.networkPolicy.operatorNamespace | quote }}
