@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 from slinky_harness import charts, controlplane, helm
 from slinky_harness.toolchain import REPO_ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 FACTS: dict[str, Any] = yaml.safe_load(
     (REPO_ROOT / "tests/data/bridge/plugin-facts.yaml").read_text()
