@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -58,7 +59,9 @@ def restricted(cluster: Cluster, namespace: str) -> str:
     return namespace
 
 
-def _dry_run(cluster: Cluster, namespace: str, docs: list[dict[str, Any]]) -> Any:
+def _dry_run(
+    cluster: Cluster, namespace: str, docs: list[dict[str, Any]]
+) -> subprocess.CompletedProcess[str]:
     """Server-side dry-run of ``docs``; their ServiceAccounts are created for real first.
 
     A Pod naming a ServiceAccount is refused at admission unless the account exists, and a
@@ -67,17 +70,28 @@ def _dry_run(cluster: Cluster, namespace: str, docs: list[dict[str, Any]]) -> An
     accounts = [d for d in docs if d["kind"] == "ServiceAccount"]
     if accounts:
         cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(accounts))
-    return support.kubectl(
-        cluster,
-        "apply",
-        "--dry-run=server",
-        "--server-side",
-        "--field-manager=cluster-tier",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input=yaml.safe_dump_all(docs),
+    # kubectl refuses a document whose namespace differs from -n: one call per namespace
+    # (objects without one, cluster-scoped ones included, go with the test's namespace).
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for doc in docs:
+        groups.setdefault(doc["metadata"].get("namespace") or namespace, []).append(doc)
+    stdout, stderr, code = "", "", 0
+    for ns, group in sorted(groups.items()):
+        proc = support.kubectl(
+            cluster,
+            "apply",
+            "--dry-run=server",
+            "--server-side",
+            "--field-manager=cluster-tier",
+            "-n",
+            ns,
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(group),
+        )
+        stdout, stderr, code = stdout + proc.stdout, stderr + proc.stderr, code or proc.returncode
+    return subprocess.CompletedProcess(
+        ["kubectl", "apply", "--dry-run=server"], code, stdout, stderr
     )
 
 
@@ -106,7 +120,8 @@ def test_pod_templates_meet_restricted_without_warnings(
     docs = support.render(helm4, scenario.chart, support.values_files(scenario), "pss", restricted)
     workloads = [d for d in docs if d["kind"] in WORKLOAD_KINDS]
     assert workloads
-    proc = _dry_run(cluster, restricted, workloads)
+    accounts = [d for d in docs if d["kind"] == "ServiceAccount"]
+    proc = _dry_run(cluster, restricted, accounts + workloads)
     assert proc.returncode == 0, proc.stderr
     assert "PodSecurity" not in proc.stderr, proc.stderr
     assert "Warning" not in proc.stderr, proc.stderr
