@@ -94,9 +94,9 @@ def test_install_test_upgrade_rollback_uninstall(
         assert '"revision":3' in history.replace(" ", ""), history
         if scenario.chart == "slurm-operator" and _crds_enabled(scenario):
             kept = support.release_cluster_objects(cluster, namespace)
-            assert {k["metadata"]["name"] for k in kept if k["kind"] == "CustomResourceDefinition"} == set(
-                support.slinky_crd_names()
-            )
+            assert {
+                k["metadata"]["name"] for k in kept if k["kind"] == "CustomResourceDefinition"
+            } == set(support.slinky_crd_names())
         helm4.run("uninstall", release, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
         assert_nothing_left(cluster, namespace, scenario.chart)
         if scenario.chart == "slurm-operator" and _crds_enabled(scenario):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 from tests.cluster import charts_support as support
 
 from slinky_harness import toolchain
@@ -300,10 +300,8 @@ def test_service_account_rbac_matches_expectations(
     namespace = rbac_releases
     release = f"rbac-{chart}"[:40]
     sa = f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
-    accounts = {
-        a.metadata.name
-        for a in client.CoreV1Api(api_client).list_namespaced_service_account(namespace).items
-    }
+    core: Any = client.CoreV1Api(api_client)
+    accounts = {str(a.metadata.name) for a in core.list_namespaced_service_account(namespace).items}
     assert sa in accounts, sorted(accounts)
     user = f"system:serviceaccount:{namespace}:{sa}"
     api = client.AuthorizationV1Api(api_client)
