@@ -266,4 +266,4 @@ def prerequisites(cluster: Cluster, scenario: chart_index.Scenario, namespace: s
 def cleanup_prerequisites(cluster: Cluster, scenario: chart_index.Scenario) -> None:
     names = EXTRA_NAMESPACES.get(scenario.id, [])
     if names:
-        cluster.kubectl("delete", "namespace", "--ignore-not-found", "--wait=false", *names)
+        cluster.kubectl("delete", "namespace", "--ignore-not-found", "--timeout=90s", *names)
