@@ -94,7 +94,7 @@ def _values_file(values: dict[str, Any] | None, tmp: Path) -> list[str]:
     # JSON is YAML that every parser reads the same way; PyYAML's YAML 1.1 dump leaves strings
     # such as "y" or "n" bare, which Helm's parser would read as booleans.
     path = tmp / "values.json"
-    path.write_text(json.dumps(values, sort_keys=True, indent=1))
+    path.write_text(json.dumps(values, sort_keys=True, indent=1, ensure_ascii=False), encoding="utf-8")
     return ["-f", str(path)]
 
 
