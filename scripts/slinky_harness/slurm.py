@@ -844,6 +844,10 @@ def topology_names(yaml_text: str | bytes) -> list[str]:
     return [str(item["topology"]) for item in doc if isinstance(item, dict) and "topology" in item]
 
 
+MACHINE_LOAD_NOISE = re.compile(r"High latency for \d+ calls to gettimeofday")
+"""slurmctld's clock self-test logs this as an error on a busy machine; it says nothing of the config."""
+
+
 def check_load(
     files: ConfigFiles,
     *,
@@ -875,7 +879,11 @@ def check_load(
     except SlurmctldStartError as exc:
         log, started = exc.log, False
     lines = log.splitlines()
-    errors = tuple(ln for ln in lines if re.search(r"\b(fatal|error)\b", ln, re.IGNORECASE))
+    errors = tuple(
+        ln
+        for ln in lines
+        if re.search(r"\b(fatal|error)\b", ln, re.IGNORECASE) and not MACHINE_LOAD_NOISE.search(ln)
+    )
     warnings = tuple(ln for ln in lines if "warning:" in ln.lower())
     return LoadResult(
         accepted=started and not failures,
