@@ -102,6 +102,10 @@ def strategy(
 ) -> st.SearchStrategy[Any]:
     """A strategy for values valid against ``node`` (a sub-schema of ``root``)."""
     node = resolve(root, node)
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
+        # A single-item allOf is how draft-07 adds a description or default beside a $ref.
+        merged = {k: v for k, v in node.items() if k != "allOf"}
+        node = {**resolve(root, node["allOf"][0]), **merged}
     if key in KUBERNETES_SAMPLES:
         return st.sampled_from(KUBERNETES_SAMPLES[key])
     for combinator in ("oneOf", "anyOf"):
@@ -138,9 +142,12 @@ def strategy(
         items = resolve(root, node.get("items") or {})
         if not items or (_is_open(items) and items.get("type") == "object"):
             return st.just(copy.deepcopy(default) if default is not None else [])
+        low = int(node.get("minItems", 0))
+        high = max(low, min(low + 2, int(node.get("maxItems", low + 2))))
         return st.lists(
             strategy(root, items),
-            max_size=2,
+            min_size=low,
+            max_size=high,
             unique_by=_freeze if node.get("uniqueItems") else None,
         )
     return _leaf(root, node)

@@ -187,15 +187,6 @@ def _items(cluster: Cluster, kinds: list[str], namespace: str | None) -> list[di
     return list(data.get("items", []))
 
 
-# Chart bug (reported): the `helm test` Pods of these charts carry only
-# `helm.sh/hook-delete-policy: before-hook-creation`, so they outlive `helm uninstall`, which the
-# READMEs do not document. They are tolerated (not required) here and deleted by the tests.
-TEST_POD_SURVIVES_UNINSTALL = {"slurm-operator", "slurm-bridge", "gpu-topology-labeler"}
-
-
-def is_test_hook_pod(item: dict[str, Any]) -> bool:
-    annotations = item["metadata"].get("annotations") or {}
-    return item["kind"] == "Pod" and annotations.get("helm.sh/hook") == "test"
 
 
 def namespaced_leftovers(cluster: Cluster, namespace: str, chart: str | None = None) -> list[str]:
@@ -204,8 +195,6 @@ def namespaced_leftovers(cluster: Cluster, namespace: str, chart: str | None = N
     for item in _items(cluster, _resource_names(cluster, True), namespace):
         key = (str(item["kind"]), str(item["metadata"]["name"]))
         if key in NAMESPACE_BASELINE:
-            continue
-        if chart in TEST_POD_SURVIVES_UNINSTALL and is_test_hook_pod(item):
             continue
         found.append(f"{key[0]}/{key[1]}")
     return sorted(found)

@@ -100,10 +100,11 @@ def test_install_test_upgrade_rollback_uninstall(
         helm4.run("uninstall", release, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
         assert_nothing_left(cluster, namespace, scenario.chart)
         if scenario.chart == "slurm-operator" and _crds_enabled(scenario):
-            # Documented: crds.keep (default true) leaves the CRDs behind.
+            # Documented: crds.keep (default true) leaves the CRDs behind; keep: false removes them.
             names = set(cluster.kubectl("get", "crd", "-o", "name").split())
             for name in support.slinky_crd_names():
-                assert f"customresourcedefinition.apiextensions.k8s.io/{name}" in names
+                present = f"customresourcedefinition.apiextensions.k8s.io/{name}" in names
+                assert present == _crds_kept(scenario), name
     finally:
         helm4.run("uninstall", release, *ns, "--ignore-not-found", check=False)
         support.cleanup_prerequisites(cluster, scenario)
@@ -111,6 +112,10 @@ def test_install_test_upgrade_rollback_uninstall(
 
 def _crds_enabled(scenario: Scenario) -> bool:
     return bool((scenario.values.get("crds") or {}).get("enabled", True))
+
+
+def _crds_kept(scenario: Scenario) -> bool:
+    return bool((scenario.values.get("crds") or {}).get("keep", True))
 
 
 CHART_NAMES = sorted(support.CHARTS)
@@ -132,6 +137,11 @@ def test_helm3_install_upgrade_uninstall_defaults(
         assert MARK in helm3.run("get", "manifest", "h3", *ns).stdout
         helm3.run("uninstall", "h3", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
         assert_nothing_left(cluster, namespace, chart_name)
+        if chart_name == "slurm-operator":
+            # The default crds.keep: true leaves the CRDs behind, as the chart's README says.
+            names = set(cluster.kubectl("get", "crd", "-o", "name").split())
+            for name in support.slinky_crd_names():
+                assert f"customresourcedefinition.apiextensions.k8s.io/{name}" in names, name
     finally:
         helm3.run("uninstall", "h3", *ns, check=False)
 
