@@ -8,6 +8,7 @@ because Helm 4's server-side apply rejects what the API server would silently me
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -88,13 +89,26 @@ class HelmResult:
         return f"$ {' '.join(self.args)}\nexit {self.returncode}\n{self.stderr.strip()}"
 
 
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def values_text(values: dict[str, Any]) -> str:
+    """``values`` as JSON that Helm's YAML parser reads exactly as Python wrote it.
+
+    JSON is YAML that every parser reads the same way (PyYAML's YAML 1.1 dump leaves strings such
+    as ``y`` bare, which Helm reads as booleans). Characters outside the BMP are written as UTF-8
+    (Helm rejects surrogate-pair escapes); characters YAML forbids in a stream, or reads as line
+    breaks (NEL, LS, PS), are escaped.
+    """
+    text = json.dumps(values, sort_keys=True, indent=1, ensure_ascii=False)
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _values_file(values: dict[str, Any] | None, tmp: Path) -> list[str]:
     if values is None:
         return []
-    # JSON is YAML that every parser reads the same way; PyYAML's YAML 1.1 dump leaves strings
-    # such as "y" or "n" bare, which Helm's parser would read as booleans.
     path = tmp / "values.json"
-    path.write_text(json.dumps(values, sort_keys=True, indent=1, ensure_ascii=False), encoding="utf-8")
+    path.write_text(values_text(values), encoding="utf-8")
     return ["-f", str(path)]
 
 

@@ -153,3 +153,13 @@ def test_secret_data_in_notes_is_reported() -> None:
     }
     assert manifests.check_notes("your password is hunter2-secret", [secret])
     assert not manifests.check_notes("kubectl get secret s", [secret])
+
+
+def test_values_text_reads_back_exactly_in_yaml() -> None:
+    """Values files survive a YAML parser unchanged: y/n, numbers-as-strings, control and astral characters."""
+    import yaml  # noqa: PLC0415
+
+    from slinky_harness.helm import values_text  # noqa: PLC0415
+
+    tricky = {"a": ["y", "n", "0o7", "1e3", "\x7f", "\x85", "\x9f", "\U00010000", "\ufeff", "\u2028", "tab\there"]}
+    assert yaml.safe_load(values_text(tricky)) == tricky
