@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import os
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from slinky_topology.pipeline import (
     render_output,
 )
 from slinky_topology.sources import fabric_file, ibnetdiscover, k8s_nodes
+from slinky_topology.sources.files import read_structured, read_text
 from slinky_topology.validate import size_findings, validate_doc, validate_specs
 
 if TYPE_CHECKING:
@@ -169,26 +169,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", location=path) from None
-
-
-def _load_structured(path: str) -> Any:
-    import yaml  # noqa: PLC0415 - only needed here
-
-    text = _read(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"not JSON or YAML: {exc}", location=path) from None
-
-
 def _selector(items: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
@@ -206,13 +186,13 @@ def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[
     if args.fabric:
         return fabric_file.load_fabric(args.fabric), False
     if args.ibnetdiscover:
-        text = _read(args.ibnetdiscover)
+        text = read_text(args.ibnetdiscover)
         return ibnetdiscover.fabric_from_ibnetdiscover(
             text, args.ibnetdiscover, node_regex=args.ib_node_regex
         ), False
     selector = _selector(args.node_selector, parser)
     if args.from_nodes:
-        document: Any = _load_structured(args.from_nodes)
+        document: Any = read_structured(args.from_nodes)
     else:
         label_selector = ",".join(f"{k}={v}" for k, v in selector.items()) or None
         document = k8s_nodes.read_cluster_nodes(label_selector=label_selector)
@@ -278,12 +258,12 @@ def _cmd_annotations(
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    text = _read(args.file)
+    text = read_text(args.file)
     doc, is_conf = parse_topology_file(text, args.file)
     findings = validate_doc(doc, conf=is_conf, location=args.file)
     findings += size_findings(text, "file", args.file)
     if args.annotations:
-        data = _load_structured(args.annotations)
+        data = read_structured(args.annotations)
         if not isinstance(data, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in data.items()
         ):

@@ -47,6 +47,7 @@ from slinky_topology.labeler.reconcile import (
     reconcile,
 )
 from slinky_topology.sources.fabric_file import fabric_from_data, load_fabric
+from slinky_topology.sources.files import read_structured
 from slinky_topology.sources.k8s_nodes import PRESETS, node_items
 
 if TYPE_CHECKING:
@@ -202,20 +203,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
-
-
-def _read_structured(path: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", location=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"not JSON or YAML: {exc}", location=path) from None
 
 
 def _selector(items: Sequence[str]) -> dict[str, str]:
@@ -524,7 +511,7 @@ class WatchGone(Exception):
 
 
 def _offline_nodes(path: str) -> list[dict[str, Any]]:
-    return [dict(i) for i in node_items(_read_structured(path))]
+    return [dict(i) for i in node_items(read_structured(path))]
 
 
 def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None) -> int:
