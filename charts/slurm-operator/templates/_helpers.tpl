@@ -248,3 +248,16 @@ Usage: {{ include "slurm-operator.durationSeconds" "1h30m" | float64 }}
 {{- end }}
 {{- $total }}
 {{- end }}
+
+{{/*
+An integer or a percentage string as YAML: whole numbers print as integers (a large number from
+values is a float64, which Go would print as 1e+09), strings are quoted.
+Usage: {{ include "slurm-operator.intOrPercent" .Values.operator.pdb.maxUnavailable }}
+*/}}
+{{- define "slurm-operator.intOrPercent" -}}
+{{- if kindIs "string" . -}}
+{{ . | quote }}
+{{- else -}}
+{{ . | int64 }}
+{{- end -}}
+{{- end }}
