@@ -20,12 +20,6 @@ if TYPE_CHECKING:
     from slinky_harness.controlplane import Cluster
 
 CHART_NAMES = sorted(support.CHARTS)
-OPERATOR_CRD_KEEP = (
-    "chart bug: slurm-operator's ci scenarios keep the default crds.keep=true, so after ct "
-    "uninstalls the first scenario the kept CRDs still carry that release's "
-    "meta.helm.sh/release-name and the next scenario's install fails with 'invalid ownership "
-    "metadata' (fix: crds.keep: false in the ci files that install CRDs)"
-)
 
 
 @pytest.mark.parametrize("chart_name", CHART_NAMES)
@@ -79,8 +73,6 @@ def test_ct_install(cluster: Cluster, namespace: str, chart_name: str) -> None:
             support.delete_slinky_crds(cluster)
             support.ensure_slinky_crds(cluster)
     output = proc.stdout + proc.stderr
-    if chart_name == "slurm-operator" and "invalid ownership metadata" in output:
-        pytest.xfail(OPERATOR_CRD_KEEP)
     assert proc.returncode == 0, output[-6000:]
     for path in support.CHARTS[chart_name].ci_files:
         assert f'Installing chart with values file "{path.relative_to(support.REPO)}"' in output
