@@ -194,3 +194,23 @@ def read_blocks(show_topology: str) -> tuple[dict[str, frozenset[str]], list[tup
                 )
             )
     return base, agg
+
+
+def assert_tree_matches(shown_text: str, expected: TreeTopology) -> None:
+    """``scontrol show topology`` output of a tree equals the file model: switches, reach, levels."""
+    shown = read_tree(shown_text)
+    assert set(shown) == set(expected.children), "switch names"
+    for name, view in shown.items():
+        assert view.nodes == expected.reach(name), f"nodes reached by {name}"
+        assert view.switches == set(expected.children[name]), f"children of {name}"
+        assert view.level == expected.level(name), f"level of {name}"
+
+
+def assert_blocks_match(shown_text: str, expected: BlockTopology) -> None:
+    """``scontrol show topology`` output of a block topology equals the file model, aggregates included."""
+    base, aggregated = read_blocks(shown_text)
+    assert list(base) == list(expected.blocks), "base blocks, in file order"
+    for name, nodes in base.items():
+        assert nodes == set(expected.blocks[name]), f"nodes of {name}"
+    want = sorted((size, sorted(nodes)) for size, nodes in expected.aggregated())
+    assert sorted((size, sorted(nodes)) for size, nodes in aggregated) == want, "aggregated blocks"

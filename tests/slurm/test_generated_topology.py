@@ -32,6 +32,8 @@ from slinky_harness.slurm import LoadResult, check_load, parse_records
 from slinky_harness.slurm_topo import (
     BlockTopology,
     TreeTopology,
+    assert_blocks_match,
+    assert_tree_matches,
     expand,
     parse_topology_conf,
     parse_topology_yaml,
@@ -192,24 +194,6 @@ def assert_blocks_are_fabric(shown_text: str, view: FabricView, request: dict[st
                 assert below <= nodes, f"aggregated block of {size} splits switch {switch}"
 
 
-def assert_tree_is_file(shown_text: str, expected: TreeTopology) -> None:
-    shown = read_tree(shown_text)
-    assert set(shown) == set(expected.children), "switch names"
-    for name, seen in shown.items():
-        assert seen.nodes == expected.reach(name), f"nodes reached by {name}"
-        assert seen.switches == set(expected.children[name]), f"children of {name}"
-        assert seen.level == expected.level(name), f"level of {name}"
-
-
-def assert_blocks_are_file(shown_text: str, expected: BlockTopology) -> None:
-    base, aggregated = read_blocks(shown_text)
-    assert list(base) == list(expected.blocks), "base blocks, in file order"
-    for name, nodes in base.items():
-        assert nodes == set(expected.blocks[name]), f"nodes of {name}"
-    want = sorted((s, sorted(n)) for s, n in expected.aggregated())
-    assert sorted((s, sorted(n)) for s, n in aggregated) == want, "aggregated blocks"
-
-
 def check_shown(
     shown_text: str,
     model: TreeTopology | BlockTopology | None,
@@ -218,10 +202,10 @@ def check_shown(
 ) -> None:
     """Slurm's view of one topology equals the generated file's and what the fabric says."""
     if isinstance(model, TreeTopology):
-        assert_tree_is_file(shown_text, model)
+        assert_tree_matches(shown_text, model)
         assert_tree_is_fabric(shown_text, view, request)
     elif isinstance(model, BlockTopology):
-        assert_blocks_are_file(shown_text, model)
+        assert_blocks_match(shown_text, model)
         assert_blocks_are_fabric(shown_text, view, request)
         assert max(len(n) for n in view.block_members(request).values()) <= model.sizes[0]
     else:

@@ -12,6 +12,8 @@ from slinky_harness.slurm import check_load, parse_records
 from slinky_harness.slurm_topo import (
     BlockTopology,
     TreeTopology,
+    assert_blocks_match,
+    assert_tree_matches,
     default_topology,
     expand,
     parse_topology_conf,
@@ -24,24 +26,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from slinky_harness.slurm import CtldFactory, SlurmCtld
-
-
-def assert_tree_matches(shown_text: str, expected: TreeTopology) -> None:
-    shown = read_tree(shown_text)
-    assert set(shown) == set(expected.children), "switch names"
-    for name, view in shown.items():
-        assert view.nodes == expected.reach(name), f"nodes reached by {name}"
-        assert view.switches == set(expected.children[name]), f"children of {name}"
-        assert view.level == expected.level(name), f"level of {name}"
-
-
-def assert_blocks_match(shown_text: str, expected: BlockTopology) -> None:
-    base, aggregated = read_blocks(shown_text)
-    assert list(base) == list(expected.blocks), "base blocks, in file order"
-    for name, nodes in base.items():
-        assert nodes == set(expected.blocks[name]), f"nodes of {name}"
-    want = sorted((size, sorted(nodes)) for size, nodes in expected.aggregated())
-    assert sorted((size, sorted(nodes)) for size, nodes in aggregated) == want
 
 
 def test_tree_topology_conf_loads(start_ctld: CtldFactory, slurm_data: Path) -> None:
