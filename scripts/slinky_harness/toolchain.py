@@ -22,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -197,37 +198,56 @@ def module_dir(module: str, version: str) -> Path:
     return Path(info["Dir"])
 
 
-def _build(tool: GoTool, log: Path) -> Path:
+@contextlib.contextmanager
+def staged_folder(dest: Path, prefix: str) -> Iterator[Path]:
+    """A temporary folder beside ``dest`` that replaces ``dest`` when the block succeeds.
+
+    A build that fails (or is killed) leaves ``dest`` as it was and never a half-filled folder.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{prefix}-", dir=dest.parent))
+    try:
+        yield staging
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def go_build(args: Sequence[str], *, cwd: Path, log: Path, what: str) -> None:
+    """``go build ARGS`` in ``cwd`` with the suite's Go caches, output in ``log``."""
     go = shutil.which("go")
     if go is None:
+        raise ToolError(f"{what}: no 'go' command on PATH to build it; install Go 1.26+")
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [go, "build", *args],
+            cwd=cwd,
+            env=go_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if proc.returncode != 0:
+        tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
+        raise ToolError(f"{what}: go build failed ({tail[0]}); full log: {log}")
+
+
+def _build(tool: GoTool, log: Path) -> Path:
+    if shutil.which("go") is None:
         raise ToolError(
             f"{tool.name} {tool.version}: not on PATH at that version and no 'go' to build it; "
             f"install Go 1.26+ or put {tool.name} {tool.version} on PATH"
         )
     workdir = module_dir(tool.module, tool.version)
     dest = cached_path(tool)
-    dest.parent.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{tool.version}-", dir=dest.parent.parent))
-    try:
-        cmd = [go, "build", "-trimpath", "-o", str(staging / tool.name)]
+    with staged_folder(dest.parent, tool.version) as staging:
+        args = ["-trimpath", "-o", str(staging / tool.name)]
         if tool.ldflags:
-            cmd += ["-ldflags", tool.ldflags]
-        cmd.append(tool.package)
-        with log.open("w") as out:
-            proc = subprocess.run(
-                cmd, cwd=workdir, env=go_env(), stdout=out, stderr=subprocess.STDOUT, check=False
-            )
-        if proc.returncode != 0:
-            tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
-            raise ToolError(
-                f"{tool.name} {tool.version}: go build failed ({tail[0]}); full log: {log}"
-            )
-        if dest.parent.exists():
-            shutil.rmtree(dest.parent)
-        staging.rename(dest.parent)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+            args += ["-ldflags", tool.ldflags]
+        go_build([*args, tool.package], cwd=workdir, log=log, what=f"{tool.name} {tool.version}")
     return dest
 
 

@@ -129,46 +129,34 @@ def ensure(*, quiet: bool = False) -> Path:
     dest = binary_path()
     if dest.is_file() and _reports_version(dest):
         return dest
-    go = shutil.which("go")
-    if go is None:
-        raise TopographError("no 'go' command on PATH to build topograph; install Go 1.26+")
     try:
         module = toolchain.module_dir(MODULE, VERSION)
     except toolchain.ToolError as exc:
         raise TopographError(str(exc)) from exc
-    dest.parent.parent.mkdir(parents=True, exist_ok=True)
     log = dest.parent.parent / f"{VERSION}.build.log"
-    staging = Path(tempfile.mkdtemp(prefix=f".{VERSION}-", dir=dest.parent.parent))
     started = time.monotonic()
     if not quiet:
         print(f"topograph: building {MODULE}@{VERSION} (log: {log})", file=sys.stderr)
     try:
-        src = staging / "src"
-        shutil.copytree(module, src)
-        for folder, _dirs, files in os.walk(src):  # the module cache is read-only
-            Path(folder).chmod(0o755)
-            for name in files:
-                (Path(folder) / name).chmod(0o644)
-        _patch_registry(src)
-        cmd = [
-            go, "build", "-trimpath", "-o", str(staging / "topograph"),
-            "-ldflags", f"-X {VERSION_VAR}={VERSION}", PACKAGE,
-        ]  # fmt: skip
-        with log.open("w") as out:
-            proc = subprocess.run(
-                cmd, cwd=src, env=toolchain.go_env(), stdout=out, stderr=subprocess.STDOUT,
-                check=False,
-            )  # fmt: skip
-        if proc.returncode != 0:
-            tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
-            raise TopographError(f"go build {PACKAGE} failed ({tail[0]}); full log: {log}")
-        shutil.rmtree(src)
-        if dest.parent.exists():
-            shutil.rmtree(dest.parent)
-        staging.rename(dest.parent)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        with toolchain.staged_folder(dest.parent, VERSION) as staging:
+            src = staging / "src"
+            shutil.copytree(module, src)
+            for folder, _dirs, files in os.walk(src):  # the module cache is read-only
+                Path(folder).chmod(0o755)
+                for name in files:
+                    (Path(folder) / name).chmod(0o644)
+            _patch_registry(src)
+            args = [
+                "-trimpath",
+                "-o",
+                str(staging / "topograph"),
+                "-ldflags",
+                f"-X {VERSION_VAR}={VERSION}",
+            ]
+            toolchain.go_build([*args, PACKAGE], cwd=src, log=log, what=f"topograph {VERSION}")
+            shutil.rmtree(src)
+    except toolchain.ToolError as exc:
+        raise TopographError(str(exc)) from exc
     if not _reports_version(dest):
         raise TopographError(f"{dest} does not report version {VERSION}")
     if not quiet:
