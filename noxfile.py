@@ -91,9 +91,9 @@ def cluster(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """README's main command: topology for the embedded GPU fleet, rendered and validated suite."""
+    """README's main command: a kwok GPU fleet, the suite installed, its topology in a real slurmctld."""
     _install(session, "test")
-    _tools(session)
+    _tools(session, "helm", "kubectl")
     session.run("python", "-m", "slinky_harness.demo", *session.posargs)
 
 
@@ -112,6 +112,23 @@ def bench(session: nox.Session) -> None:
     _install(session, "test")
     session.run(*PYTEST, "tests/unit/bench", "-m", "bench")
     session.run("python", "-m", "slinky_harness.bench", *session.posargs)
+    _tools(session, "kubectl")
+    session.run("python", "-m", "slinky_harness.labeler_bench")
+
+
+@nox.session(default=False)
+def kind(session: nox.Session) -> None:
+    """For users with Docker and internet: the suite on a multi-node kind cluster (ct install flow)."""
+    _install(session, "test")
+    session.run("python", "-m", "slinky_harness.kind", *session.posargs)
+
+
+@nox.session(default=False)
+def package(session: nox.Session) -> None:
+    """Release: check versions against each chart's CHANGELOG.md, then helm package into dist/."""
+    _install(session)
+    _tools(session, "helm")
+    session.run("python", "-m", "slinky_harness.release", "package", *session.posargs)
 
 
 if __name__ == "__main__":
