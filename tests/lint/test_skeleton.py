@@ -15,6 +15,7 @@ REQUIRED_FILES = (
     "values.schema.json",
     "README.md.gotmpl",
     "README.md",
+    "CHANGELOG.md",
     ".helmignore",
     "templates/_helpers.tpl",
     "templates/validate.yaml",
@@ -79,10 +80,16 @@ def test_helpers_are_prefixed_and_complete(chart: charts.Chart) -> None:
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
 def test_helmignore_keeps_packages_clean(chart: charts.Chart) -> None:
-    """Packages leave out ci scenarios and the README template."""
-    patterns = (chart.path / ".helmignore").read_text().split()
+    """Packages leave out ci scenarios and the README template, and keep README.md and CHANGELOG.md."""
+    lines = (chart.path / ".helmignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     for wanted in ("ci/", "*.gotmpl"):
         assert wanted in patterns or f"/{wanted}" in patterns, f".helmignore must exclude {wanted}"
+    # CHANGELOG.md and README.md ship in the package on purpose (helm pull users read them).
+    for kept in ("CHANGELOG.md", "README.md", "*.md"):
+        assert kept not in patterns and f"/{kept}" not in patterns, (
+            f".helmignore must not exclude {kept}: it is packaged deliberately"
+        )
 
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
