@@ -9,8 +9,9 @@ A profile in ``values/<profile>.yaml`` is shaped like an umbrella chart's values
     slurm-cluster:
       nodesets: {...}
 
-A profile applies to every chart it has a block for; that chart is rendered with its block
-plus the profile's ``global``.
+A profile applies to every chart it has a block for, unless the block says ``enabled: false``
+(how a profile switches a subchart of ``examples/umbrella`` off); that chart is rendered with its
+block plus the profile's ``global``.
 """
 
 from __future__ import annotations
@@ -102,6 +103,18 @@ def profiles(root: Path = PROFILES_DIR) -> dict[str, dict[str, Any]]:
     return found
 
 
+def profile_block(profile: dict[str, Any], chart: str) -> dict[str, Any] | None:
+    """``chart``'s block of ``profile``; None when it has none or switches the chart off."""
+    block = profile.get(chart)
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        raise ValueError(f"profile block {chart!r} must be a mapping, not {type(block).__name__}")
+    if block.get("enabled") is False:
+        return None
+    return block
+
+
 def scenarios(chart: Chart, *, include_profiles: bool = True) -> list[Scenario]:
     """The defaults, every ``ci/*-values.yaml`` and every profile that applies to ``chart``."""
     result = [Scenario(chart.name, "defaults")]
@@ -110,7 +123,7 @@ def scenarios(chart: Chart, *, include_profiles: bool = True) -> list[Scenario]:
         result.append(Scenario(chart.name, name, load_yaml(path) or {}, path))
     if include_profiles:
         for stem, data in profiles().items():
-            block = data.get(chart.name)
+            block = profile_block(data, chart.name)
             if block is None:
                 continue
             values = dict(block)
