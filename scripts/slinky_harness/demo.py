@@ -1,25 +1,40 @@
 """The suite's main job on an embedded default: README's first command (``nox -s demo``).
 
 1. ``slinky-topology`` turns a fabric (default: two GB200 NVL72-style racks under two leaf
-   switches and a spine, built into the package) into ``topology.yaml``, the per-node
-   ``topology.slinky.slurm.net/spec`` annotations and slurm-cluster chart values.
-2. Every chart of the suite is rendered with Helm 4 (slurm-cluster with those topology values
-   on top of its GPU scenario) and validated strictly: Kubernetes schemas, our CRDs, and the
-   render invariants.
-3. A real slurmctld 26.05 (Debian sid chroot, built once and cached) loads the generated
-   topology; the report shows what Slurm made of it and where an 18-node job would land.
+   switches and a spine, built into the package) into ``topology.yaml``; every chart of the
+   suite is rendered with Helm 4 and validated strictly (Kubernetes schemas, our CRDs, the
+   render invariants).
+2. A kwok control plane starts (real kube-apiserver, controller-manager, scheduler, etcd; built
+   once and cached) with a fake fleet made from the same fabric: one GB200 node per fabric node,
+   labelled the way topograph's Kubernetes engine labels nodes (``fabric.topograph.run/tier-N``,
+   ``accelerator.topograph.run/domain``) plus the GPU feature labels.
+3. charts/slurm-operator and charts/slurm-cluster are installed with Helm 4 ``--wait``.
+   slurm-cluster gets a GB200 NodeSet and the topology that ``slinky-topology`` generates from
+   the *live* Node labels (preset ``topograph``); the nodes get the
+   ``topology.slinky.slurm.net/spec`` annotations that the gpu-topology-labeler would write.
+4. The Slinky operator itself is not run (see ``OPERATOR_NOT_RUN``). A real slurmctld 26.05
+   (Debian sid chroot) instead loads the harness's own slurm.conf made from the installed objects
+   (the Controller's ``extraConf``, the NodeSet's partition, the chart's topology.yaml) and one
+   dynamic node per Kubernetes node placed by its annotation; the report shows ``sinfo``,
+   ``scontrol show topology`` and where an 18-node job lands.
 
-The cluster tier (a real control plane with kwok nodes and the real Slinky operator) will
-replace step 3's hand-made slurm.conf with the operator's own once it exists.
+``--keep`` leaves the cluster and its releases running and prints the kubeconfig.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
+import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,16 +42,63 @@ import yaml
 
 from slinky_harness import charts, helm, kubeschema, manifests
 from slinky_topology import cli as topology_cli
+from slinky_topology import hostlist
+from slinky_topology.errors import TopologyError
+from slinky_topology.model import BlockSpec, TreeSpec
+from slinky_topology.parse import parse_topology_yaml
+from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
+
+    from slinky_harness.controlplane import Cluster
+    from slinky_harness.fleet import Fleet
+    from slinky_topology.model import Fabric
 
 REGISTRY = "registry.demo.invalid"
 GPU_SCENARIO = "gpu-topology-values.yaml"
 
+PRESET = "topograph"
+"""Label preset of the fleet's nodes (what topograph's ``k8s`` engine writes)."""
+TIER_LABEL = "fabric.topograph.run/tier-{}"
+DOMAIN_LABEL = "accelerator.topograph.run/domain"
+SPEC_ANNOTATION = "topology.slinky.slurm.net/spec"
+GPU_PRODUCT = "NVIDIA-GB200"
+NODESET = "gb200"
+
+OPERATOR = ("slurm-operator", "slinky")
+"""(release, namespace) of charts/slurm-operator."""
+SLURM = ("slurm", "slurm")
+"""(release, namespace) of charts/slurm-cluster."""
+HELM_TIMEOUT = "120s"
+
+OPERATOR_NOT_RUN = (
+    "operator: NOT RUN - the Slinky operator v1.2.1 cannot be fetched here (the Go module proxy "
+    "answers 403), so nothing reconciles Controller/NodeSet; its pods are kwok fakes and the "
+    "slurm.conf below is the harness's, not the operator's"
+)
+
+OPERATOR_VALUES: dict[str, Any] = {
+    # No webhook server answers under kwok (the pods are fakes). With the chart's
+    # failurePolicy: Fail the API server would refuse the slurm-cluster objects; Ignore keeps the
+    # configurations installed and a 1 s timeout bounds each call to the unreachable pod IP.
+    "webhook": {
+        "timeoutSeconds": 1,
+        "validating": {"failurePolicy": "Ignore"},
+        "mutating": {"failurePolicy": "Ignore"},
+    },
+}
+
+NODE_CPUS = "144"
+NODE_MEMORY = "960Gi"
+NODE_MEMORY_MB = 960 * 1024
+
 
 class DemoError(RuntimeError):
     """A step of the demo failed; the message says which and why."""
+
+
+# --- step 1: topology from the fabric, charts rendered --------------------------------------------
 
 
 def generate_topology(fabric: str, out: Path) -> dict[str, Any]:
@@ -87,67 +149,431 @@ def render_suite(topology_values: dict[str, Any]) -> list[tuple[str, int, list[s
     return rows
 
 
-def load_in_slurm(topology_yaml: str, workdir: Path) -> list[str]:
-    """Load the topology into a real slurmctld 26.05; return report lines."""
-    from slinky_harness import slurm, slurm_topo  # noqa: PLC0415 - heavy, optional step
+# --- step 2: a fleet that is the fabric ----------------------------------------------------------
 
-    topologies = slurm_topo.parse_topology_yaml(topology_yaml)
-    nodes = sorted({n for t in topologies if t.model is not None for n in t.model.all_nodes()})
-    blocks = [t for t in topologies if isinstance(t.model, slurm_topo.BlockTopology)]
-    partition_topology = f" Topology={blocks[0].name}" if blocks else ""
-    slurm_conf = (
-        f"MaxNodeCount={len(nodes) + 16}\n"
-        f"NodeName={','.join(nodes)} CPUs=4 RealMemory=4000 State=CLOUD\n"
-        f"PartitionName=gpu Nodes=ALL Default=YES{partition_topology}\n"
-    )
-    root = slurm.ensure_chroot()
-    lines = [f"slurmctld {slurm.chroot_info(root).slurm_version} (Debian sid chroot {root})"]
-    files = {"slurm.conf": slurm_conf, "topology.yaml": topology_yaml}
-    with slurm.slurmctld(files, root=root, workdir=workdir / "slurmctld") as ctld:
-        for topology in topologies:
-            records = slurm.parse_records(ctld.show_topology(topology.name))
-            units = [u for r in records if (u := r.get("SwitchName") or r.get("BlockName"))]
-            lines.append(
-                f"  topology {topology.name}: {len(units)} units "
-                f"({', '.join(units[:6])}{' ...' if len(units) > 6 else ''})"
+
+def fleet_from_fabric(fabric: Fabric) -> Fleet:
+    """One fake GB200 node per fabric node, labelled like topograph's Kubernetes engine does.
+
+    ``fabric.topograph.run/tier-<i>`` is the i-th switch above the node (leaf first) and
+    ``accelerator.topograph.run/domain`` its NVLink domain, so ``slinky-topology --preset
+    topograph`` reads the fabric back from the live Nodes.
+    """
+    from slinky_harness.fleet import Fleet, GpuSpec, NodeGroup  # noqa: PLC0415
+
+    parents = {s.name: s.parent for s in fabric.switches}
+    groups = []
+    for node in fabric.nodes:
+        labels: dict[str, str] = {}
+        switch = node.leaf
+        tier = 0
+        while switch is not None:
+            labels[TIER_LABEL.format(tier)] = switch
+            switch = parents.get(switch)
+            tier += 1
+        if node.domain is not None:
+            labels[DOMAIN_LABEL] = node.domain
+        groups.append(
+            NodeGroup(
+                name=NODESET,
+                count=1,
+                name_pattern=node.name.replace("{", "{{").replace("}", "}}"),
+                resources={"cpu": NODE_CPUS, "memory": NODE_MEMORY, "pods": "110"},
+                block_size=1,
+                gpu=GpuSpec(count=4, product=GPU_PRODUCT, memory_mib=189471, family="blackwell"),
+                labels=labels,
             )
-        job = ctld.run("sbatch", "--test-only", "-N", "18", "--wrap", "true", check=False)
-        lines.append(
-            f"  sbatch --test-only -N 18: {(job.stdout + job.stderr).strip().splitlines()[-1:]}"
         )
+    if not groups:
+        raise DemoError(f"fabric {fabric.name} has no nodes")
+    return Fleet(name=f"demo-{fabric.name}", groups=tuple(groups))
+
+
+def same_topology(from_labels: str, from_fabric: str) -> list[str]:
+    """Differences between two static topology.yaml texts, topology names aside."""
+    live = parse_topology_yaml(from_labels).topologies
+    file = parse_topology_yaml(from_fabric).topologies
+    problems = []
+    if len(live) != len(file):
+        problems.append(f"{len(live)} topologies from the labels, {len(file)} from the fabric")
+    for a, b in zip(live, file, strict=False):
+        if (a.cluster_default, a.spec) != (b.cluster_default, b.spec):
+            problems.append(f"topology {a.name} (labels) differs from {b.name} (fabric)")
+    return problems
+
+
+# --- step 3: installs ----------------------------------------------------------------------------
+
+
+@dataclass
+class Installer:
+    """Helm 4 and kubectl bound to the demo cluster, with their state in the work folder."""
+
+    cluster: Cluster
+    binary: Path
+    home: Path
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = self.cluster.env()
+        for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
+            env[var] = str(self.home / var.lower())
+        return env
+
+    def helm(self, *args: str) -> str:
+        proc = subprocess.run(
+            [str(self.binary), "--kubeconfig", str(self.cluster.kubeconfig), *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise DemoError(f"helm {' '.join(args[:3])} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def install(self, release: str, namespace: str, chart: str, values: list[Path]) -> None:
+        started = time.monotonic()
+        files = [arg for path in values for arg in ("-f", str(path))]
+        self.helm(
+            "install",
+            release,
+            str(charts.CHARTS_DIR / chart),
+            "--namespace",
+            namespace,
+            "--create-namespace",
+            *files,
+            "--wait",
+            "--timeout",
+            HELM_TIMEOUT,
+        )
+        self.timings[release] = time.monotonic() - started
+
+    def live_kinds(self, release: str, namespace: str) -> Counter[str]:
+        """Kinds of the release's objects, counted from what the API server returns for them."""
+        manifest = self.helm("get", "manifest", release, "--namespace", namespace)
+        wanted = len([d for d in yaml.safe_load_all(manifest) if d])
+        found = json.loads(self.cluster.kubectl("get", "-f", "-", "-o", "json", input=manifest))
+        items = found.get("items", [found]) if found.get("kind") == "List" else [found]
+        if len(items) != wanted:
+            raise DemoError(
+                f"release {release}: {wanted} objects in the manifest, {len(items)} live"
+            )
+        return Counter(str(i["kind"]) for i in items)
+
+
+def slurm_cluster_values(topology_values: dict[str, Any]) -> dict[str, Any]:
+    """One GB200 NodeSet on the fleet's GPU nodes, a partition per topology."""
+    topologies = parse_topology_yaml(topology_values["topology"]["yaml"]).topologies
+    tree = next((t.name for t in topologies if isinstance(t.spec, TreeSpec)), None)
+    nvl = next((t.name for t in topologies if isinstance(t.spec, BlockSpec)), None)
+    nodeset: dict[str, Any] = {
+        "replicas": 0,  # set by the caller: one per GPU node
+        "gpu": {"vendor": "nvidia", "type": "gb200", "count": 4},
+        "nodeSelector": {"nvidia.com/gpu.product": GPU_PRODUCT},
+        "partition": {"enabled": True, "config": "Default=YES MaxTime=UNLIMITED"},
+    }
+    if nvl:
+        nodeset["partition"]["topology"] = nvl
+    values: dict[str, Any] = {
+        "nodesets": {"compute": {"enabled": False}, NODESET: nodeset},
+        **topology_values,
+    }
+    if tree:
+        values["partitions"] = {
+            "all": {"nodesets": ["ALL"], "config": "MaxTime=1-00:00:00", "topology": tree}
+        }
+    return values
+
+
+def live_topology(cluster: Cluster, out: Path) -> dict[str, Any]:
+    """``slinky-topology`` on the Nodes read from the API server (preset ``topograph``)."""
+    from kubernetes import client  # noqa: PLC0415 - heavy, only with a cluster
+
+    from slinky_topology.sources import k8s_nodes  # noqa: PLC0415
+
+    api = cluster.api_client()
+    try:
+        nodes = k8s_nodes.read_cluster_nodes(client.CoreV1Api(api))
+    finally:
+        api.close()
+    source = out / "live-nodes.json"
+    source.write_text(json.dumps({"kind": "List", "items": nodes}, default=str))
+    inputs = ["--from-nodes", str(source), "--preset", PRESET]
+    runs = {
+        "live-topology.yaml": ["generate", *inputs, "--shape", "static"],
+        "live-topology-values.yaml": ["generate", *inputs, "--format", "values"],
+        "live-annotations.json": ["annotations", *inputs],
+    }
+    for name, args in runs.items():
+        if topology_cli.main([*args, "-o", str(out / name)]) != 0:
+            raise DemoError(f"slinky-topology {' '.join(args)} failed (see the error above)")
+    return {
+        "nodes": len(nodes),
+        "topology.yaml": (out / "live-topology.yaml").read_text(),
+        "values": yaml.safe_load((out / "live-topology-values.yaml").read_text()),
+        "annotations": json.loads((out / "live-annotations.json").read_text()),
+    }
+
+
+def annotate(cluster: Cluster, annotations: dict[str, str]) -> None:
+    """Write the topology spec annotations, one kubectl call per distinct value."""
+    by_value: dict[str, list[str]] = defaultdict(list)
+    for node, spec in annotations.items():
+        by_value[spec].append(node)
+    for spec, nodes in sorted(by_value.items()):
+        cluster.kubectl("annotate", "--overwrite", "node", *nodes, f"{SPEC_ANNOTATION}={spec}")
+
+
+# --- step 4: slurmctld on the installed objects --------------------------------------------------
+
+
+def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, Any]:
+    """What the harness's slurm.conf is made of, read back from the API server."""
+    controller = cluster.kubectl_json(
+        "get", "controllers.slinky.slurm.net", fullname, "-n", namespace
+    )
+    nodesets = cluster.kubectl_json("get", "nodesets.slinky.slurm.net", "-n", namespace)["items"]
+    config = cluster.kubectl_json("get", "configmap", f"{fullname}-config", "-n", namespace)
+    nodes = cluster.kubectl_json("get", "nodes")["items"]
+    groups = []
+    for item in nodesets:
+        spec = item["spec"]
+        pod = spec.get("template", {}).get("spec", {})
+        name = str(pod.get("hostname") or item["metadata"]["name"]).rstrip("-")
+        selector = pod.get("nodeSelector") or {}
+        members = [
+            n
+            for n in nodes
+            if all(n["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())
+        ]
+        groups.append((name, spec.get("partition") or {}, members))
+    return {
+        "extraConf": controller["spec"].get("extraConf", ""),
+        "topology.yaml": config["data"].get("topology.yaml", ""),
+        "nodesets": groups,
+    }
+
+
+def harness_slurm_conf(inputs: dict[str, Any]) -> str:
+    lines = [
+        "# Written by slinky_harness.demo, NOT by the Slinky operator (which is not run here).",
+        "# NodeSet and PartitionName lines follow what the operator writes for the installed",
+        "# NodeSet objects; the rest is the installed Controller's spec.extraConf verbatim.",
+        f"MaxNodeCount={sum(len(m) for _, _, m in inputs['nodesets']) + 16}",
+    ]
+    for name, partition, _ in inputs["nodesets"]:
+        lines.append(f"NodeSet={name} Feature={name}")
+        if partition.get("enabled"):
+            lines.append(
+                f"PartitionName={name} Nodes={name} {partition.get('config', '')}".rstrip()
+            )
+    return "\n".join(lines) + "\n" + str(inputs["extraConf"])
+
+
+def run_slurm(inputs: dict[str, Any], workdir: Path) -> list[str]:
+    """Load the installed configuration into a real slurmctld; return report lines."""
+    from slinky_harness import slurm  # noqa: PLC0415 - heavy, optional step
+
+    root = slurm.ensure_chroot()
+    files = {"slurm.conf": harness_slurm_conf(inputs), "topology.yaml": inputs["topology.yaml"]}
+    lines = [f"slurmctld {slurm.chroot_info(root).slurm_version} (Debian sid chroot):"]
+    with slurm.slurmctld(files, root=root, workdir=workdir) as ctld:
+        placed = 0
+        for name, _, members in inputs["nodesets"]:
+            by_spec: dict[str, list[str]] = defaultdict(list)
+            for node in members:
+                spec = (node["metadata"].get("annotations") or {}).get(SPEC_ANNOTATION, "")
+                by_spec[spec].append(node["metadata"]["name"])
+            for spec, names in sorted(by_spec.items()):
+                settings = [
+                    f"NodeName={hostlist.compress(names)}",
+                    f"Features={name}",
+                    f"CPUs={NODE_CPUS}",
+                    f"RealMemory={NODE_MEMORY_MB}",
+                    "State=CLOUD",
+                ]
+                ctld.scontrol("create", *settings, *([f"Topology={spec}"] if spec else []))
+                placed += len(names)
+        lines.append(
+            f"  {placed} dynamic nodes created (scontrol create ... Topology=<node annotation>)"
+        )
+        lines.append("  $ sinfo")
+        lines += [f"    {row}" for row in ctld.sinfo().rstrip().splitlines()]
+        topologies = slurm.topology_names(inputs["topology.yaml"])
+        for topology in topologies:
+            lines.append(f"  $ scontrol show topology {topology}")
+            shown = ctld.show_topology(topology).rstrip().splitlines()
+            lines += [f"    {_shorten(row)}" for row in shown]
+        default = next(
+            (
+                t.name
+                for t in parse_topology_yaml(inputs["topology.yaml"]).topologies
+                if t.cluster_default
+            ),
+            None,
+        )
+        for record in slurm.parse_records(ctld.scontrol("show", "partition", "-o")):
+            unit_topology = record.get("Topology") or default
+            lines.append(_job_line(ctld, record["PartitionName"], unit_topology))
+    return lines
+
+
+def _shorten(row: str) -> str:
+    return " ".join(w for w in row.split() if not w.startswith("LinkSpeed="))
+
+
+def _units(ctld: Any, topology: str) -> dict[str, set[str]]:
+    """Switch or block name -> its nodes (aggregated blocks left out)."""
+    from slinky_harness import slurm  # noqa: PLC0415
+
+    return {
+        unit: set(ctld.hostnames(record["Nodes"]))
+        for record in slurm.parse_records(ctld.show_topology(topology))
+        if (unit := record.get("BlockName") or record.get("SwitchName")) and record.get("Nodes")
+    }
+
+
+def _job_line(ctld: Any, partition: str, topology: str | None) -> str:
+    """Where ``sbatch --test-only -N 18`` would start in ``partition``, and in which unit."""
+    job = ctld.run("sbatch", "--test-only", "-N", "18", "-p", partition, "--wrap", "true")
+    text = (job.stdout + job.stderr).strip()
+    found = re.search(r"on nodes (\S+)", text)
+    head = f"  18-node job in partition {partition} (topology {topology})"
+    if not found:
+        return f"{head}: {text.splitlines()[-1:]}"
+    nodes = set(ctld.hostnames(found.group(1)))
+    units = _units(ctld, topology) if topology else {}
+    inside = sorted((len(members), unit) for unit, members in units.items() if nodes <= members)
+    where = f"all in {inside[0][1]}" if inside else "not within one unit"
+    return f"{head}: {found.group(1)} ({where})"
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _workdir(args: argparse.Namespace) -> Iterator[Path]:
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        yield args.out.resolve()
+        return
+    path = Path(tempfile.mkdtemp(prefix="slinky-demo-"))
+    try:
+        yield path
+    finally:
+        if not args.keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def run_cluster(
+    args: argparse.Namespace, fabric: Fabric, static_topology: str, work: Path
+) -> list[str]:
+    """Steps 2-4; return report lines. With ``--keep`` the cluster stays up."""
+    from slinky_harness import controlplane, toolchain  # noqa: PLC0415
+
+    lines: list[str] = []
+    fleet = fleet_from_fabric(fabric)
+    helm_binary = toolchain.ensure("helm")
+    stack = contextlib.ExitStack()
+    with stack:
+        cluster = stack.enter_context(
+            controlplane.Cluster.start(work / "cluster", fleet=fleet, name="slinky-demo")
+        )
+        lines.append(
+            f"kwok cluster (Kubernetes {controlplane.K8S_VERSION}): {len(fleet.node_names())} "
+            f"fake {GPU_PRODUCT} nodes from the fabric, Ready in {cluster.start_seconds:.1f}s"
+        )
+        installer = Installer(cluster, helm_binary, work / "helm")
+        operator_values = work / "slurm-operator-values.yaml"
+        operator_values.write_text(yaml.safe_dump(OPERATOR_VALUES, sort_keys=False))
+        installer.install(*OPERATOR, "slurm-operator", [operator_values])
+
+        live = live_topology(cluster, work)
+        problems = same_topology(live["topology.yaml"], static_topology)
+        if problems:
+            raise DemoError("the live Node labels and the fabric disagree: " + "; ".join(problems))
+        annotate(cluster, live["annotations"])
+        values = slurm_cluster_values(live["values"])
+        values["nodesets"][NODESET]["replicas"] = sum(
+            1 for n in fleet.nodes() if n["metadata"]["labels"].get("nvidia.com/gpu.product")
+        )
+        cluster_values = work / "slurm-cluster-values.yaml"
+        cluster_values.write_text(yaml.safe_dump(values, sort_keys=False))
+        installer.install(*SLURM, "slurm-cluster", [cluster_values])
+
+        version = installer.helm("version", "--short").strip()
+        lines.append(f"Installed with {version} --wait (objects counted on the API server):")
+        for release, namespace in (OPERATOR, SLURM):
+            kinds = installer.live_kinds(release, namespace)
+            listing = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+            lines.append(
+                f"  {release} (ns {namespace}, {installer.timings[release]:.1f}s): {listing}"
+            )
+        names = [t.name for t in parse_topology_yaml(live["topology.yaml"]).topologies]
+        lines.append(
+            f"Topology from the live Node labels (slinky-topology --preset {PRESET}, "
+            f"{live['nodes']} nodes): {', '.join(names)}; same units and nodes as the fabric; "
+            f"{len(live['annotations'])} nodes annotated {SPEC_ANNOTATION}"
+        )
+        lines.append(OPERATOR_NOT_RUN)
+        if not args.no_slurm:
+            fullname = f"{SLURM[0]}-slurm-cluster"
+            inputs = slurm_inputs(cluster, fullname, SLURM[1])
+            lines += run_slurm(inputs, work / "slurmctld")
+        if args.keep:
+            stack.pop_all()
+            kwokctl = cluster.bindir / "kwokctl"
+            stop = (
+                f"KWOK_WORKDIR={shlex.quote(str(cluster.kwok_workdir))} "
+                f"{shlex.quote(str(kwokctl))} --name={cluster.name} delete cluster"
+            )
+            lines += [
+                "Kept running (--keep):",
+                f"  export KUBECONFIG={cluster.kubeconfig}",
+                f"  stop: {stop} && rm -rf {shlex.quote(str(work))}",
+            ]
     return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nox -s demo --", description=__doc__.splitlines()[0])
     parser.add_argument("--fabric", default="default", help="fabric file, or 'default' (built in)")
-    parser.add_argument("--out", type=Path, help="keep generated files in this folder")
+    parser.add_argument("--out", type=Path, help="work folder to use and keep (generated files)")
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the cluster running and print its kubeconfig"
+    )
+    parser.add_argument("--no-cluster", action="store_true", help="only generate and render")
     parser.add_argument("--no-slurm", action="store_true", help="skip the real slurmctld step")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.keep and args.no_cluster:
+        parser.error("--keep needs the cluster step (drop --no-cluster)")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="slinky-demo-") as tmp:
-        out = args.out or Path(tmp)
-        out.mkdir(parents=True, exist_ok=True)
+    with _workdir(args) as work:
         try:
-            generated = generate_topology(args.fabric, out)
+            generated = generate_topology(args.fabric, work)
             rows = render_suite(generated["values"])
-            slurm_lines = [] if args.no_slurm else load_in_slurm(generated["topology.yaml"], out)
-        except (DemoError, OSError, RuntimeError) as exc:
+            cluster_lines = (
+                []
+                if args.no_cluster
+                else run_cluster(
+                    args, fabric_file.load_fabric(args.fabric), generated["topology.yaml"], work
+                )
+            )
+        except (DemoError, OSError, RuntimeError, ValueError, TopologyError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     annotations: dict[str, str] = generated["annotations"]
     print("Slinky suite demo")
-    print(
-        f"  fabric: {args.fabric}; {len(annotations)} nodes; files in {out if args.out else '(temporary)'}"
-    )
-    sample = sorted(annotations.items())[:3]
-    for node, spec in sample:
-        print(f"  annotation {node}: topology.slinky.slurm.net/spec={spec}")
-    print(f"Charts (Helm 4, Kubernetes {kubeschema.newest_version()}):")
+    kept = work if args.out or args.keep else "(temporary)"
+    print(f"  fabric: {args.fabric}; {len(annotations)} nodes; files in {kept}")
+    print(f"Charts rendered (Helm 4, Kubernetes {kubeschema.newest_version()}):")
     failed = False
     for name, count, problems in rows:
         status = "valid" if not problems else f"{len(problems)} problems"
@@ -155,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in problems[:5]:
             print(f"    - {problem}")
         failed |= bool(problems)
-    for line in slurm_lines:
+    for line in cluster_lines:
         print(line)
     print(f"done in {time.monotonic() - started:.1f}s")
     return 1 if failed else 0
