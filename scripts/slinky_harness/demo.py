@@ -74,8 +74,8 @@ HELM_TIMEOUT = "120s"
 
 OPERATOR_NOT_RUN = (
     "operator: NOT RUN - the Slinky operator v1.2.1 cannot be fetched here (the Go module proxy "
-    "answers 403), so nothing reconciles Controller/NodeSet; its pods are kwok fakes and the "
-    "slurm.conf below is the harness's, not the operator's"
+    "answers 403), so nothing reconciles Controller/NodeSet; its pods are kwok fakes and any "
+    "slurm.conf shown is the harness's, not the operator's"
 )
 
 OPERATOR_VALUES: dict[str, Any] = {
@@ -335,7 +335,10 @@ def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, A
         "get", "controllers.slinky.slurm.net", fullname, "-n", namespace
     )
     nodesets = cluster.kubectl_json("get", "nodesets.slinky.slurm.net", "-n", namespace)["items"]
-    config = cluster.kubectl_json("get", "configmap", f"{fullname}-config", "-n", namespace)
+    topology_yaml = ""
+    for ref in controller["spec"].get("configFileRefs") or []:
+        config = cluster.kubectl_json("get", "configmap", ref["name"], "-n", namespace)
+        topology_yaml = (config.get("data") or {}).get("topology.yaml", "") or topology_yaml
     nodes = cluster.kubectl_json("get", "nodes")["items"]
     groups = []
     for item in nodesets:
@@ -351,7 +354,7 @@ def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, A
         groups.append((name, spec.get("partition") or {}, members))
     return {
         "extraConf": controller["spec"].get("extraConf", ""),
-        "topology.yaml": config["data"].get("topology.yaml", ""),
+        "topology.yaml": topology_yaml,
         "nodesets": groups,
     }
 
@@ -523,6 +526,9 @@ def run_cluster(
             inputs = slurm_inputs(cluster, fullname, SLURM[1])
             lines += run_slurm(inputs, work / "slurmctld")
         if args.keep:
+            # Cluster.start's teardown also runs when its generator is finalised (garbage
+            # collection, interpreter exit), so popping the stack alone would not keep it.
+            cluster.stop = _leave_running  # type: ignore[method-assign]
             stack.pop_all()
             kwokctl = cluster.bindir / "kwokctl"
             stop = (
@@ -533,8 +539,14 @@ def run_cluster(
                 "Kept running (--keep):",
                 f"  export KUBECONFIG={cluster.kubeconfig}",
                 f"  stop: {stop} && rm -rf {shlex.quote(str(work))}",
+                "  (slurmctld is tied to this process and has stopped; its files stay in "
+                f"{work / 'slurmctld'})",
             ]
     return lines
+
+
+def _leave_running() -> None:
+    """Stands in for ``Cluster.stop`` under ``--keep``."""
 
 
 def build_parser() -> argparse.ArgumentParser:
