@@ -186,9 +186,9 @@ def chart_values(
     The profile's block (with the profile's ``global``) when it has one that is not
     ``enabled: false``, merged with the harness's file for the chart; otherwise the harness's file.
     """
-    block = profile.get(chart)
+    block = charts.profile_block(dict(profile), chart)
     extra = dict(harness.get(chart) or {})
-    if isinstance(block, dict) and block.get("enabled", True) is not False:
+    if block is not None:
         values = {k: v for k, v in block.items() if k != "enabled"}
         if "global" in profile:
             values["global"] = copy.deepcopy(profile["global"])

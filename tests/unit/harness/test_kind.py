@@ -310,6 +310,20 @@ def test_staged_values_render_against_the_chart_schema(
     assert _render(chart, values, tmp_path)
 
 
+def test_slurm_cluster_gets_the_bridge_partition_on_the_bridge_worker(
+    spec: kind.PlanInput, tmp_path: Path
+) -> None:
+    """The profile's cluster plus the harness's bridge NodeSet: its partition is on, its pods tolerate the taint."""
+    values, _ = kind.chart_values("slurm-cluster", spec.profile, spec.harness_values)
+    text = yaml.safe_dump_all(_render("slurm-cluster", values, tmp_path))
+    assert re.search(r"PartitionName=slurm-bridge Nodes=bridge\b", text)
+    bridge = values["nodesets"]["bridge"]
+    assert bridge["nodeSelector"] == {"scheduler.slinky.slurm.net/slurm-bridge": "worker"}
+    assert {"key": kind.MANAGED_NODE_TAINT, "operator": "Exists", "effect": "NoExecute"} in bridge[
+        "tolerations"
+    ]
+
+
 def test_labeler_image_is_the_one_the_chart_renders(spec: kind.PlanInput, tmp_path: Path) -> None:
     values, _ = kind.chart_values("gpu-topology-labeler", spec.profile, spec.harness_values)
     docs = _render("gpu-topology-labeler", values, tmp_path)
