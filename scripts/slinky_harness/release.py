@@ -1,6 +1,7 @@
 """Release plumbing: every chart's version has a CHANGELOG entry, then ``helm package`` into ``dist/``.
 
-``check`` reads each chart's ``CHANGELOG.md`` (Keep a Changelog: ``## [1.2.3] - YYYY-MM-DD`` headings
+``check`` checks that each chart's README links the ``values/`` profiles that configure it, and reads
+each chart's ``CHANGELOG.md`` (Keep a Changelog: ``## [1.2.3] - YYYY-MM-DD`` headings
 with ``### Added``/``Changed``/... sections) and refuses a chart whose ``Chart.yaml`` version has no
 entry, an empty entry, or an entry newer than the chart. ``package`` runs the same check, then
 ``helm package`` of every chart into a staging folder beside ``dist/``, verifies each archive
@@ -26,14 +27,15 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness import charts as suite_charts
 from slinky_harness import toolchain
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
 CHARTS_DIR = toolchain.REPO_ROOT / "charts"
 DIST_DIR = toolchain.REPO_ROOT / "dist"
@@ -49,6 +51,7 @@ _VERSION_HEADING = re.compile(
     rf"^## \[(?P<version>{_SEMVER}|Unreleased)\](?: - (?P<date>\d{{4}}-\d{{2}}-\d{{2}}))?\s*$"
 )
 _SECTION_HEADING = re.compile(r"^### (?P<name>\S.*?)\s*$")
+_PROFILE_LINK = re.compile(r"\]\(\.\./\.\./values/(?P<profile>[A-Za-z0-9_.-]+)\.yaml\)")
 
 
 class ReleaseError(RuntimeError):
@@ -189,6 +192,37 @@ def check_changelog(chart: ReleaseChart) -> Entry:
     return entry
 
 
+def profile_links(readme: str) -> set[str]:
+    """Profiles a chart README links to, as ``[...](../../values/<profile>.yaml)``."""
+    return {match["profile"] for match in _PROFILE_LINK.finditer(readme)}
+
+
+def check_profile_links(chart: ReleaseChart, profiles: Mapping[str, dict[str, Any]]) -> None:
+    """The chart's README links exactly the ``values/`` profiles that apply to it.
+
+    A profile applies to a chart when it has a block for it that is not ``enabled: false``
+    (:func:`slinky_harness.charts.profile_block`).
+    """
+    applies = {
+        stem
+        for stem, data in profiles.items()
+        if suite_charts.profile_block(data, chart.name) is not None
+    }
+    readme = chart.path / "README.md"
+    linked = profile_links(readme.read_text()) if readme.is_file() else set()
+    problems = []
+    if applies - linked:
+        problems.append(f"does not link {', '.join(sorted(applies - linked))}")
+    if linked - applies:
+        problems.append(
+            f"links {', '.join(sorted(linked - applies))}, which configure(s) no block of it"
+        )
+    if problems:
+        raise ReleaseError(
+            f"{readme}: {'; '.join(problems)} (edit 'Value profiles' in README.md.gotmpl, run helm-docs)"
+        )
+
+
 def _verify_archive(archive: Path, chart: ReleaseChart) -> None:
     with tarfile.open(archive, "r:gz") as tar:
         names = set(tar.getnames())
@@ -219,8 +253,10 @@ def package(charts: Sequence[ReleaseChart], dist: Path, helm: Path) -> list[Path
     """
     if not charts:
         raise ReleaseError("no charts to package")
+    profiles = suite_charts.profiles()
     for chart in charts:
         check_changelog(chart)
+        check_profile_links(chart, profiles)
     with toolchain.staged_folder(dist, "dist") as staging:
         for chart in charts:
             proc = subprocess.run(
@@ -269,8 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         charts = discover(CHARTS_DIR, args.charts)
         if args.command == "check":
+            profiles = suite_charts.profiles()
             for chart in charts:
                 entry = check_changelog(chart)
+                check_profile_links(chart, profiles)
                 print(f"{chart.name} {chart.version}: CHANGELOG entry of {entry.date}")
             return 0
         archives = package(charts, args.dist, toolchain.ensure("helm"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tarfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from slinky_harness import release, toolchain
+from slinky_harness import charts, release, toolchain
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -220,3 +220,39 @@ def test_main_prints_one_error_line(
     assert not (tmp_path / "dist").exists()
     assert release.main(["check", "--chart", "nope"]) == 1
     assert "unknown chart(s) nope" in capsys.readouterr().err
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "kind": {"global": {}, "demo": {"replicas": 1}, "other": {"enabled": False}},
+    "gpu": {"demo": {"enabled": True, "replicas": 2}},
+    "bridge-only": {"other": {"replicas": 1}},
+    "off": {"demo": {"enabled": False}},
+}
+
+
+def test_profile_links_are_read_from_the_readme() -> None:
+    text = "see [`kind`](../../values/kind.yaml) and [gpu](../../values/gpu.yaml); values/x.yaml"
+    assert release.profile_links(text) == {"kind", "gpu"}
+
+
+def test_readme_must_link_exactly_the_profiles_that_configure_the_chart(tmp_path: Path) -> None:
+    chart = release.load_chart(_chart(tmp_path))
+    readme = chart.path / "README.md"
+    readme.write_text("[`kind`](../../values/kind.yaml)\n[`gpu`](../../values/gpu.yaml)\n")
+    release.check_profile_links(chart, PROFILES)  # an enabled: false block does not apply
+    readme.write_text("[`kind`](../../values/kind.yaml)\n")
+    with pytest.raises(release.ReleaseError, match="does not link gpu"):
+        release.check_profile_links(chart, PROFILES)
+    readme.write_text(
+        readme.read_text() + "[gpu](../../values/gpu.yaml) [off](../../values/off.yaml)\n"
+    )
+    with pytest.raises(release.ReleaseError, match=r"links off, which configure\(s\) no block"):
+        release.check_profile_links(chart, PROFILES)
+
+
+def test_repository_chart_readmes_link_their_profiles() -> None:
+    profiles = charts.profiles()
+    for chart in release.discover():
+        release.check_profile_links(chart, profiles)
+    linked = release.profile_links((release.CHARTS_DIR / "slurm-cluster" / "README.md").read_text())
+    assert "kind" in linked
