@@ -1,0 +1,204 @@
+"""``nox -s demo`` (``slinky_harness.demo``): its report is checked against the live cluster.
+
+The demo runs in-process (``main([...])``). With ``--keep`` the cluster stays up after the report,
+so the releases, object counts, node annotations and Slurm lines it printed are compared with what
+the API server and the fabric say; then the printed stop command must end every process. A failure
+injected after the cluster started must leave no process behind and print the error once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from slinky_harness import demo, toolchain
+from slinky_harness.controlplane import binaries_dir
+from slinky_topology import hostlist
+from slinky_topology.build import plan
+from slinky_topology.pipeline import render_output
+from slinky_topology.sources import fabric_file, k8s_nodes
+
+if TYPE_CHECKING:
+    import pytest
+
+    from slinky_topology.model import Fabric
+
+FABRIC = fabric_file.load_fabric("default")
+
+
+def static_topology(fabric: Fabric) -> str:
+    return render_output(plan(fabric), "topology.yaml", "static").text
+
+
+def processes_mentioning(path: Path) -> list[int]:
+    marker = str(path).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if marker in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+# --- no cluster needed ---------------------------------------------------------------------------
+
+
+def test_fleet_made_from_the_fabric_reads_back_as_the_fabric() -> None:
+    fleet = demo.fleet_from_fabric(FABRIC)
+    nodes = fleet.nodes()
+    assert [n["metadata"]["name"] for n in nodes] == [n.name for n in FABRIC.nodes]
+    read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
+    assert demo.same_topology(static_topology(read_back), static_topology(FABRIC)) == []
+
+
+def test_fleet_check_notices_a_node_on_the_wrong_leaf() -> None:
+    nodes = demo.fleet_from_fabric(FABRIC).nodes()
+    nodes[0]["metadata"]["labels"][demo.TIER_LABEL.format(0)] = "leaf02"
+    read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
+    problems = demo.same_topology(static_topology(read_back), static_topology(FABRIC))
+    assert problems and "topology fabric" in problems[0], problems
+
+
+# --- the whole demo ------------------------------------------------------------------------------
+
+
+def _report_kinds(report: str) -> dict[tuple[str, str], dict[str, int]]:
+    """``  <release> (ns <namespace>, 1.2s): Kind n, Kind n`` lines of the report."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for release, namespace, listing in re.findall(
+        r"^  (\S+) \(ns (\S+), [\d.]+s\): (.+)$", report, re.M
+    ):
+        out[(release, namespace)] = {
+            kind: int(n) for kind, n in (item.rsplit(" ", 1) for item in listing.split(", "))
+        }
+    return out
+
+
+def _live_kind_count(env: dict[str, str], kind: str, release: str, namespace: str) -> int:
+    kubectl = str(binaries_dir() / "kubectl")
+    proc = subprocess.run(
+        [kubectl, "get", kind, "--all-namespaces", "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    items: list[dict[str, Any]] = json.loads(proc.stdout)["items"]
+    return sum(
+        1
+        for i in items
+        if (i["metadata"].get("annotations") or {}).get("meta.helm.sh/release-name") == release
+        and i["metadata"]["annotations"].get("meta.helm.sh/release-namespace") == namespace
+    )
+
+
+def test_demo_report_matches_the_live_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    rc = demo.main(["--keep", "--out", str(work)])
+    out, err = capsys.readouterr()
+    stop_line = re.search(r"^  stop: (.+)$", out, re.M)
+    try:
+        assert rc == 0, err + out
+        assert stop_line, out
+        kubeconfig = re.search(r"export KUBECONFIG=(\S+)", out)
+        assert kubeconfig, out
+        env = {
+            "KUBECONFIG": kubeconfig.group(1),
+            "KUBECACHEDIR": str(tmp_path / "kube-cache"),
+            "PATH": "/usr/bin:/bin",
+        }
+        kubectl = [str(binaries_dir() / "kubectl")]
+
+        # Releases and objects by kind, as the API server has them.
+        helm = toolchain.ensure("helm")
+        listed = subprocess.run(
+            [str(helm), "list", "--all-namespaces", "-o", "json"],
+            env={**env, "HELM_CONFIG_HOME": str(tmp_path / "helm")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        releases = {(r["name"], r["namespace"]): r["status"] for r in json.loads(listed.stdout)}
+        assert releases == {demo.OPERATOR: "deployed", demo.SLURM: "deployed"}
+        kinds = _report_kinds(out)
+        assert set(kinds) == set(releases), out
+        for (release, namespace), counts in kinds.items():
+            for kind, count in counts.items():
+                live = _live_kind_count(env, kind, release, namespace)
+                assert live == count, f"{release}: report says {kind} {count}, live {live}"
+        assert kinds[demo.SLURM].get("NodeSet") == 1 and kinds[demo.SLURM].get("Controller") == 1
+
+        # The nodes: the fabric's, annotated with the fabric's placement (the block topology is
+        # called nvl in the fabric file and nvlink when read from labels).
+        nodes = json.loads(
+            subprocess.run(
+                [*kubectl, "get", "nodes", "-o", "json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            ).stdout
+        )["items"]
+        fabric_annotations = json.loads((work / "annotations.json").read_text())
+        live_annotations = {
+            n["metadata"]["name"]: n["metadata"]["annotations"][demo.SPEC_ANNOTATION] for n in nodes
+        }
+        assert live_annotations == {
+            node: spec.replace("nvl:", "nvlink:") for node, spec in fabric_annotations.items()
+        }
+
+        # Slurm: every GPU node in both partitions, the fabric's blocks, a job in one rack.
+        everything = hostlist.compress(n.name for n in FABRIC.nodes)
+        assert re.search(
+            rf"^ +gb200\* +up +infinite +{len(nodes)} +idle~ +{re.escape(everything)}$", out, re.M
+        ), out
+        racks: dict[str, list[str]] = {}
+        for node in FABRIC.nodes:
+            racks.setdefault(str(node.domain), []).append(node.name)
+        for rack, members in racks.items():
+            assert f"BlockName={rack} " in out and f"Nodes={hostlist.compress(members)}" in out
+        job = re.search(r"partition gb200 \(topology nvlink\): (\S+) \(all in (\S+)\)", out)
+        assert job, out
+        landed = hostlist.expand(job.group(1))
+        assert len(landed) == 18 and set(landed) == set(racks[job.group(2)])
+
+        # Honesty: the operator line is there and the slurm.conf says whose it is.
+        assert demo.OPERATOR_NOT_RUN in out
+        conf = (work / "slurmctld" / "etc" / "slurm.conf").read_text()
+        assert "NOT by the Slinky operator" in conf
+    finally:
+        if stop_line:
+            subprocess.run(stop_line.group(1), shell=True, check=False, timeout=120)
+    assert processes_mentioning(work / "cluster") == []
+    assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()
+
+
+def test_demo_cleans_up_after_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[Path] = []
+
+    def broken(cluster: Any, annotations: dict[str, str]) -> None:
+        started.append(cluster.kubeconfig)
+        raise demo.DemoError("injected failure after the installs began")
+
+    monkeypatch.setattr(demo, "annotate", broken)
+    work = tmp_path / "work"
+    assert demo.main(["--out", str(work), "--no-slurm"]) == 1
+    out, err = capsys.readouterr()
+    assert started, "the failure was injected before the cluster ran"
+    assert err.count("error: injected failure after the installs began") == 1, err
+    assert "Slinky suite demo" not in out
+    assert processes_mentioning(work / "cluster") == []
+    assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()
