@@ -719,7 +719,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.monotonic()
         execute(steps, env, lambda line: print(line, file=sys.stderr))
     except (KindError, toolchain.ToolError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        kept = f" (cluster kept, KUBECONFIG={workdir / 'kubeconfig'})" if args.keep else ""
+        print(f"error: {exc}{kept}", file=sys.stderr)
         return 1
     finally:
         for step in cleanup:
