@@ -258,6 +258,7 @@ def package(charts: Sequence[ReleaseChart], dist: Path, helm: Path) -> list[Path
         check_changelog(chart)
         check_profile_links(chart, profiles)
     with toolchain.staged_folder(dist, "dist") as staging:
+        staging.chmod(0o755)  # mkdtemp makes it private; dist/ is for sharing
         for chart in charts:
             proc = subprocess.run(
                 [str(helm), "package", str(chart.path), "--destination", str(staging)],

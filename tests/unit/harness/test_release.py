@@ -154,6 +154,7 @@ def test_package_builds_verified_archives_and_checksums(tmp_path: Path) -> None:
     digest = hashlib.sha256(archives[1].read_bytes()).hexdigest()
     assert sums[1] == f"{digest}  beta-0.2.0.tgz"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dist-")], "staging left behind"
+    assert dist.stat().st_mode & 0o777 == 0o755
 
 
 def test_package_refuses_before_touching_dist(tmp_path: Path) -> None:
