@@ -569,14 +569,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     with _workdir(args) as work:
         try:
+            fabric = fabric_file.load_fabric(args.fabric)  # reports a bad file once, here
             generated = generate_topology(args.fabric, work)
             rows = render_suite(generated["values"])
             cluster_lines = (
                 []
                 if args.no_cluster
-                else run_cluster(
-                    args, fabric_file.load_fabric(args.fabric), generated["topology.yaml"], work
-                )
+                else run_cluster(args, fabric, generated["topology.yaml"], work)
             )
         except (DemoError, OSError, RuntimeError, ValueError, TopologyError) as exc:
             print(f"error: {exc}", file=sys.stderr)
