@@ -624,6 +624,8 @@ def _run(
         raise KindError(
             f"{argv[0]} {argv[1] if len(argv) > 1 else ''}: no result in {timeout}s"
         ) from exc
+    except OSError as exc:
+        raise KindError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
 
 
 def _tail(proc: subprocess.CompletedProcess[str]) -> str:
@@ -712,10 +714,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env: dict[str, str] = {}
     try:
         spec = plan_input(args.name, workdir, args.keep)
-        steps, cleanup = build_plan(spec)
         env = toolchain.tool_env(["helm", "ct", "kubectl"])
         env["PATH"] = f"{kind.parent}{os.pathsep}{env['PATH']}"
         env["KUBECONFIG"] = str(spec.kubeconfig)
+        steps, cleanup = build_plan(spec)
         started = time.monotonic()
         execute(steps, env, lambda line: print(line, file=sys.stderr))
     except (KindError, toolchain.ToolError, OSError) as exc:

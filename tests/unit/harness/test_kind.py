@@ -409,6 +409,11 @@ def test_poll_fail_pattern_and_timeout() -> None:
         kind.execute([never], dict(os.environ), lambda _: None, lambda _: None)
 
 
+def test_execute_names_a_missing_command() -> None:
+    with pytest.raises(kind.KindError, match="cannot run no-such-command-here"):
+        kind.execute([kind.Run("x", ("no-such-command-here",))], dict(os.environ), lambda _: None)
+
+
 def test_execute_refuses_a_variable_nobody_captured() -> None:
     with pytest.raises(kind.KindError, match=r"\$\{nope\} before a step captured it"):
         kind.execute([kind.Run("x", ("echo", "${nope}"))], dict(os.environ), lambda _: None)
@@ -482,3 +487,86 @@ def test_bad_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
         kind.main(["--name", "Not_A_Label"])
     assert info.value.code == 2
     assert "--name must be a lower-case DNS label" in capsys.readouterr().err
+
+
+# --- main() end to end against stand-in commands -----------------------------------------------------
+
+FAKE = r"""#!/bin/sh
+echo "$(basename "$0") $*" >> "$FAKE_LOG"
+case "$(basename "$0") $*" in
+  "kubectl get node "*allocatable*) echo 8 ;;
+  "kubectl get node "*annotations*) echo "fabric:s1,nvlink:d1" ;;
+  "kubectl get pods "*component=login*) echo slurm-login-0 ;;
+  *" sinfo "*) printf 'idle\nidle\n' ;;
+  *" srun "*) echo compute-0 ;;
+  *" sbatch "*) echo 42 ;;
+  *" scontrol show job 42") echo "JobId=42 JobState=$JOB_STATE Reason=None" ;;
+  "kubectl get pod -n default slurm-bridge-probe"*) echo "Succeeded t1-worker2" ;;
+  "helm list "*) echo slurm-cluster-ab12cd34ef ;;
+  "kubectl apply -f -") cat > /dev/null ;;
+esac
+exit 0
+"""
+
+
+def _fake_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job_state: str) -> Path:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("kind", "kubectl", "helm", "ct", "docker"):
+        (bindir / name).write_text(FAKE)
+        (bindir / name).chmod(0o755)
+    log = tmp_path / "commands.log"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("JOB_STATE", job_state)
+    monkeypatch.setattr(kind, "docker_missing", lambda: None)
+    monkeypatch.setattr(kind, "ensure_kind", lambda: bindir / "kind")
+
+    def tool_env(names: Any) -> dict[str, str]:
+        return {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+
+    monkeypatch.setattr(toolchain, "tool_env", tool_env)
+    return log
+
+
+def test_main_runs_the_plan_in_order_and_deletes_the_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _fake_tools(tmp_path, monkeypatch, "COMPLETED")
+    assert kind.main(["--name", NAME]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("\n") == 1 and out.startswith(f"kind: suite installed and tested on {NAME}")
+    commands = log.read_text().splitlines()
+    assert commands[0].startswith(f"kind create cluster --name {NAME}")
+    assert commands[-1] == f"kind delete cluster --name {NAME}"
+    assert any("scontrol show job 42" in c for c in commands)
+    bridge = next(c for c in commands if c.startswith("ct install") and "slurm-bridge" in c)
+    assert bridge.endswith("--set=slurm.cluster.release=slurm-cluster-ab12cd34ef")
+    assert "exec -n slurm slurm-login-0 -- sbatch" in "\n".join(commands)
+    assert (
+        err.count("kind: [") == len(kind.build_plan(kind.plan_input(NAME, tmp_path, False))[0]) + 1
+    )
+
+
+def test_main_failure_is_one_error_line_and_still_deletes_the_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _fake_tools(tmp_path, monkeypatch, "FAILED")
+    assert kind.main(["--name", NAME]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: the batch job completes (scontrol show job): JobId=42 JobState=FAILED Reason=None"
+    ]
+    commands = log.read_text().splitlines()
+    assert commands[-1] == f"kind delete cluster --name {NAME}"
+    assert not any("slurm-bridge-probe" in c for c in commands), "stops at the first failure"
+
+
+def test_main_keep_leaves_the_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _fake_tools(tmp_path, monkeypatch, "COMPLETED")
+    assert kind.main(["--name", NAME, "--keep"]) == 0
+    assert "cluster kept, KUBECONFIG=" in capsys.readouterr().out
+    assert not any(c.startswith("kind delete") for c in log.read_text().splitlines())
