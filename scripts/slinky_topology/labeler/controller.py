@@ -111,6 +111,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
 def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
@@ -187,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--qps", type=float, default=20.0, help="API writes per second (0: no limit)")
     run.add_argument("--burst", type=int, default=40, help="API write burst")
     run.add_argument(
+        "--write-workers",
+        type=_at_least_one,
+        default=1,
+        help="node patches in flight at once (default: 1); with a high --qps, more finish a "
+        "large first pass sooner",
+    )
+    run.add_argument(
         "--lease-name", default="", help="Lease for leader election (empty: no election)"
     )
     run.add_argument("--lease-duration", type=_positive, default=15.0)
@@ -259,6 +273,7 @@ class Controller:
                 metrics=self.metrics,
                 sleep=sleep,
                 guard=self.may_write,
+                workers=getattr(args, "write_workers", 1),
             )
 
     # ---------------------------------------------------------------- leadership

@@ -8,6 +8,9 @@
   stays, a Warning Event is recorded on it and the error metric counts it.
 * Every write waits for a token of a :class:`TokenBucket` (``--qps``/``--burst``) and API errors
   are retried with exponential :class:`Backoff` (429, 5xx, 409 on replace, connection errors).
+* Node patches go out one at a time, or with ``workers`` > 1 (``--write-workers``) that many at
+  once: a large first pass is bound by the round trip of each patch, not by the API server.
+  The first failure stops new patches; it is raised once the ones in flight have ended.
   Clocks and sleeps are injected so tests run without waiting.
 """
 
@@ -18,6 +21,7 @@ import hashlib
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,11 +33,11 @@ from slinky_topology.parse import parse_topology_yaml
 from slinky_topology.validate import raise_on_errors, size_findings, validate_doc
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from slinky_topology.labeler.kube import ClusterAPI
     from slinky_topology.labeler.metrics import Metrics
-    from slinky_topology.labeler.reconcile import Plan
+    from slinky_topology.labeler.reconcile import NodeChange, Plan
 
 __all__ = [
     "MANAGED_BY",
@@ -210,6 +214,7 @@ class Publisher:
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], str] = _now,
         guard: Callable[[], bool] = lambda: True,
+        workers: int = 1,
     ) -> None:
         self.api = api
         self.namespace = namespace
@@ -220,6 +225,7 @@ class Publisher:
         self._sleep = sleep
         self._now = now
         self.guard = guard
+        self.workers = max(1, workers)
 
     def _call(self, call: Callable[[], T], what: str) -> T:
         self.limiter.acquire()
@@ -307,11 +313,43 @@ class Publisher:
         if plan.configmap is not None:
             validate_topology_text(plan.configmap.data.get(CONFIGMAP_KEY, ""))
             writes += self._write_configmap(plan.configmap.data)
-        for change in plan.nodes:
-            self._patch_node(change.name, change.merge_patch())
-            self.metrics.writes.labels(kind=f"node_{change.action}").inc()
-            writes += 1
-        return writes
+        if self.workers == 1 or len(plan.nodes) < 2:
+            for change in plan.nodes:
+                self._write_node(change)
+                writes += 1
+            return writes
+        return writes + self._write_nodes_parallel(plan.nodes)
+
+    def _write_node(self, change: NodeChange) -> None:
+        self._patch_node(change.name, change.merge_patch())
+        self.metrics.writes.labels(kind=f"node_{change.action}").inc()
+
+    def _write_nodes_parallel(self, changes: Sequence[NodeChange]) -> int:
+        """Patch with ``workers`` threads; return the writes, or raise the first failure."""
+        failed = threading.Event()
+        errors: list[Exception] = []
+        done = [0]
+        lock = threading.Lock()
+
+        def work(change: NodeChange) -> None:
+            if failed.is_set():
+                return
+            try:
+                self._write_node(change)
+            except Exception as exc:
+                with lock:
+                    errors.append(exc)
+                failed.set()
+                return
+            with lock:
+                done[0] += 1
+
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="labeler-write") as pool:
+            for _ in pool.map(work, changes):
+                pass
+        if errors:
+            raise errors[0]
+        return done[0]
 
     def _patch_node(self, name: str, body: dict[str, Any]) -> None:
         def patch() -> None:
