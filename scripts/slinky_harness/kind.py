@@ -463,7 +463,8 @@ def build_plan(spec: PlanInput) -> tuple[list[Step], list[Step]]:
     cluster_ref = (bridge_values.get("slurm") or {}).get("cluster") or {}
     release_args: tuple[str, ...] = ()
     if not cluster_ref.get("release"):
-        release_args = ("--helm-extra-set-args", "--set=slurm.cluster.release=${cluster_release}")
+        # One argv word: ct passes the value to helm split on whitespace.
+        release_args = ("--helm-extra-set-args=--set=slurm.cluster.release=${cluster_release}",)
     steps += ct_install("slurm-bridge", *release_args)
     bridge_workers = [w.name for w in spec.workers if w.bridge]
     if not bridge_workers:

@@ -220,10 +220,7 @@ def test_bridge_is_pointed_at_the_cluster_release_ct_created(plan: list[kind.Ste
         and s.argv[s.argv.index("--charts") + 1].endswith("slurm-bridge")
     ]
     argv = bridge.argv
-    assert (
-        argv[argv.index("--helm-extra-set-args") + 1]
-        == "--set=slurm.cluster.release=${cluster_release}"
-    )
+    assert argv[-1] == "--helm-extra-set-args=--set=slurm.cluster.release=${cluster_release}"
     (find,) = [s for s in plan if isinstance(s, kind.Run) and s.capture == "cluster_release"]
     match = re.search(find.pattern, "slurm-cluster-ab12cd34ef\n", re.MULTILINE)
     assert match and match[1] == "slurm-cluster-ab12cd34ef"
