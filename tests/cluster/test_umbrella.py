@@ -1,0 +1,145 @@
+"""The example umbrella chart installs on the kwok cluster with its defaults and with every profile.
+
+Each case: ``helm install --wait`` (Helm 4, kstatus watcher) of ``examples/umbrella`` with the
+profile, ``helm test``, ``helm uninstall --wait``, then nothing of the release may be left, in its
+namespace or cluster-wide. The Slinky CRDs are applied before the umbrella, outside any release, as
+its README says (Helm cannot map the Controller/NodeSet/Token objects of one install to CRDs that
+the same install creates), so nothing is documented to stay behind. The chart tests' kwok
+overrides (admission webhooks ``failurePolicy: Ignore``) go under the subcharts' blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from tests.cluster import charts_support as support
+
+from slinky_harness import charts, umbrella
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from slinky_harness.controlplane import Cluster
+
+PROFILES = charts.profiles()
+CASES: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    **{f"profile/{stem}": data for stem, data in PROFILES.items()},
+}
+UMBRELLA_DEFAULTS: dict[str, Any] = charts.load_yaml(umbrella.UMBRELLA_DIR / "values.yaml")
+
+
+@pytest.fixture(scope="module")
+def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> support.Helm:
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    return support.Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The built umbrella, the nested kwok overrides and one values file per case."""
+
+    chart: Path
+    overrides: Path
+    values_dir: Path
+
+
+@pytest.fixture(scope="module")
+def setup(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    """Third-party CRDs and prerequisites, the Slinky CRDs applied outside any release (as the
+    umbrella's README says), the umbrella built, and its values files written."""
+    support.install_third_party_crds(cluster)
+    support.ensure_slinky_crds(cluster)
+    work = tmp_path_factory.mktemp("umbrella")
+    overrides = work / "kwok-overrides.yaml"
+    overrides.write_text(
+        yaml.safe_dump(
+            {
+                p.stem: yaml.safe_load(p.read_text())
+                for p in sorted(support.OVERRIDES.glob("*.yaml"))
+            }
+        )
+    )
+    for case, values in CASES.items():
+        (work / f"{case.replace('/', '-')}.yaml").write_text(yaml.safe_dump(values))
+    return Setup(umbrella.build(work), overrides, work)
+
+
+def enabled_subcharts(profile: dict[str, Any]) -> list[str]:
+    names = [str(d["name"]) for d in umbrella.dependencies()]
+    return [
+        sub
+        for sub in names
+        if {**(UMBRELLA_DEFAULTS.get(sub) or {}), **(profile.get(sub) or {})}.get("enabled", True)
+    ]
+
+
+def managed_namespaces(profile: dict[str, Any]) -> list[str]:
+    """Namespaces the bridge manages with this profile (they must exist, as in production)."""
+    bridge = {
+        **(UMBRELLA_DEFAULTS.get("slurm-bridge") or {}),
+        **(profile.get("slurm-bridge") or {}),
+    }
+    if bridge.get("enabled") is False:
+        return []
+    defaults = charts.load_yaml(support.CHARTS["slurm-bridge"].path / "values.yaml")
+    return list(bridge.get("managedNamespaces", defaults["managedNamespaces"]))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_umbrella_install_test_uninstall(
+    cluster: Cluster, helm4: support.Helm, setup: Setup, namespace: str, case: str
+) -> None:
+    profile = CASES[case]
+    values = setup.values_dir / f"{case.replace('/', '-')}.yaml"
+    ns = ["--namespace", namespace]
+    wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
+    extra = [n for n in managed_namespaces(profile) if n != namespace]
+    for other in extra:
+        support.kubectl(cluster, "create", "namespace", other)
+    try:
+        helm4.run(
+            "install",
+            "umb",
+            str(setup.chart),
+            *ns,
+            "-f",
+            str(values),
+            "-f",
+            str(setup.overrides),
+            *wait,
+        )
+        status = helm4.run("status", "umb", *ns, "-o", "json").stdout
+        assert '"status":"deployed"' in status.replace(" ", "")
+        tested = helm4.run("test", "umb", *ns, "--timeout", support.HELM_TIMEOUT)
+        assert "Phase:          Failed" not in tested.stdout, tested.stdout
+        for sub in enabled_subcharts(profile):
+            assert f"umb-{sub}-test" in tested.stdout, f"no helm test of {sub}:\n{tested.stdout}"
+        helm4.run("uninstall", "umb", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
+        support.wait_for(
+            lambda: support.namespaced_leftovers(cluster, namespace),
+            30,
+            f"{namespace} to hold nothing after helm uninstall",
+        )
+        support.wait_for(
+            lambda: support.cluster_leftovers(cluster, namespace),
+            30,
+            f"cluster-scoped objects of {namespace}'s release to be deleted",
+        )
+        kept = support.release_cluster_objects(cluster, namespace)
+        assert not kept, f"kept cluster-scoped objects: {[k['metadata']['name'] for k in kept]}"
+    finally:
+        helm4.run("uninstall", "umb", *ns, "--ignore-not-found", check=False)
+        if extra:
+            cluster.kubectl("delete", "namespace", "--ignore-not-found", "--timeout=90s", *extra)
+
+
+def test_crds_stay_outside_the_release(cluster: Cluster, setup: Setup) -> None:
+    """The documented order holds: the Slinky CRDs exist and no Helm release owns them."""
+    for crd in support.slinky_crd_names():
+        meta = cluster.kubectl_json("get", "crd", crd, "-o", "json")["metadata"]
+        assert "meta.helm.sh/release-name" not in (meta.get("annotations") or {}), crd
