@@ -391,3 +391,12 @@ def test_notes_list_the_subcharts_and_the_crd_step(chart: Path) -> None:
     assert "slurm-bridge          disabled" in result.notes
     assert "slurm-cluster         enabled" in result.notes
     assert not manifests.check_notes(result.notes, result.docs)
+
+
+def test_pull_secret_objects_reach_every_pod(chart: Path) -> None:
+    """``global.imagePullSecrets`` given as ``{name: ...}`` objects works like plain names."""
+    values = with_globals({})
+    values["global"]["imagePullSecrets"] = [{"name": SENTINEL_SECRET}]
+    docs = render(chart, values).docs
+    problems = pull_secret_problems(docs)
+    assert not problems, "\n".join(problems)
