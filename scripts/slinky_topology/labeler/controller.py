@@ -35,6 +35,7 @@ import yaml
 
 from slinky_topology import __version__
 from slinky_topology.errors import InputError, TopologyError
+from slinky_topology.labeler.keys import OWNED_ANNOTATIONS
 from slinky_topology.labeler.kube import status_of
 from slinky_topology.labeler.metrics import HealthServer, Metrics
 from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
@@ -229,9 +230,15 @@ def _selector(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _interesting(node: Mapping[str, Any]) -> tuple[Any, Any]:
+def _interesting(node: Mapping[str, Any], name_key: str | None = None) -> tuple[Any, Any]:
+    """What a pass reads of a Node: every label, but only the owned annotations (and the
+    ``--slurm-name-key`` one). Other annotations change all the time (kube-controller-manager's
+    TTL controller rewrites ``node.alpha.kubernetes.io/ttl`` on every Node as a cluster grows),
+    and must not trigger passes."""
     meta = node.get("metadata") or {}
-    return (meta.get("labels") or {}), (meta.get("annotations") or {})
+    annotations = meta.get("annotations") or {}
+    keep = {k: v for k, v in annotations.items() if k in OWNED_ANNOTATIONS or k == name_key}
+    return (meta.get("labels") or {}), keep
 
 
 class Controller:
@@ -261,6 +268,7 @@ class Controller:
         self.dirty = threading.Event()
         self.stop = threading.Event()
         self.last_pass_ok: bool | None = None
+        self._reported: tuple[str, str] | None = None  # the failure last told in an Event
         self.backoff = Backoff()
         self.publisher: Publisher | None = None
         if api is not None and not args.dry_run:
@@ -325,7 +333,8 @@ class Controller:
                 changed = old is not None
             else:
                 self.nodes[name] = dict(obj)
-                changed = old is None or _interesting(old) != _interesting(obj)
+                key = self.args.slurm_name_key
+                changed = old is None or _interesting(old, key) != _interesting(obj, key)
             if version:
                 self.resource_version = str(version)
         if changed:
@@ -447,6 +456,7 @@ class Controller:
         return self._ok(plan, writes, started)
 
     def _ok(self, plan: Plan, writes: int, started: float) -> bool:
+        self._reported = None
         self.metrics.passes.labels(result="ok").inc()
         self.metrics.last_success.set(time.time())
         self.last_pass_ok = True
@@ -469,7 +479,11 @@ class Controller:
             "pass failed; last good state kept", extra={"reason": reason, "error": str(exc)[:2000]}
         )
         if self.publisher is not None and self.may_write():
-            self.publisher.record_failure(exc, reason)
+            # One Event per distinct failure: while the input stays bad, every pass (Node churn
+            # triggers many) fails the same way; the metric counts each, the Event says it once.
+            failure = (reason, str(exc))
+            self.publisher.record_failure(exc, reason, event=failure != self._reported)
+            self._reported = failure
         else:
             self.metrics.errors.labels(kind="validation").inc()
         return False

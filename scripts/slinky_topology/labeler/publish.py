@@ -266,13 +266,18 @@ class Publisher:
             meta["resourceVersion"] = resource_version
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
 
-    def record_failure(self, error: BaseException, reason: str = "TopologyInvalid") -> None:
-        """Warning Event on the ConfigMap and the error metric; never raises."""
+    def record_failure(
+        self, error: BaseException, reason: str = "TopologyInvalid", *, event: bool = True
+    ) -> None:
+        """The error metric and (unless ``event`` is false) a Warning Event on the ConfigMap;
+        never raises."""
         self.metrics.errors.labels(
             kind="validation"
             if isinstance(error, TopologyError) and not isinstance(error, PublishError)
             else "api"
         ).inc()
+        if not event:
+            return
         message = str(error)
         if len(message) > 1000:
             message = message[:997] + "..."
