@@ -36,6 +36,7 @@ running the labeler as a measured process) are shared with the cluster tier's la
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import subprocess
@@ -70,6 +71,7 @@ __all__ = [
     "read_audit_writes",
     "run_labeler",
     "service_account_user",
+    "token_credential",
     "token_kubeconfig",
 ]
 
@@ -95,7 +97,8 @@ def service_account_user(namespace: str, name: str) -> str:
 
 
 def audit_policy(users: Iterable[str]) -> str:
-    """An audit policy (YAML) recording every write of ``users`` at ``Metadata`` level, else nothing.
+    """An audit policy (YAML) recording every write of ``users`` at ``Metadata`` level, else nothing
+    (access reviews are not writes).
 
     Only the ``ResponseComplete`` stage is kept, so each request is one line with its status code.
     """
@@ -104,6 +107,14 @@ def audit_policy(users: Iterable[str]) -> str:
         "kind": "Policy",
         "omitStages": ["RequestReceived", "ResponseStarted", "Panic"],
         "rules": [
+            # access and token reviews are questions, not writes (kubectl auth can-i)
+            {
+                "level": "None",
+                "resources": [
+                    {"group": "authorization.k8s.io"},
+                    {"group": "authentication.k8s.io"},
+                ],
+            },
             {"level": "Metadata", "users": sorted(users), "verbs": sorted(WRITE_VERBS)},
             {"level": "None"},
         ],
@@ -231,6 +242,13 @@ def mint_token(api_client: Any, namespace: str, name: str, seconds: int = 3600) 
     if answer.status is None or not answer.status.token:
         raise RuntimeError(f"TokenRequest for {namespace}/{name} returned no token")
     return str(answer.status.token)
+
+
+def token_credential(token: str) -> str:
+    """The ``credential-id`` the audit log shows for a ServiceAccount token (``JTI=<jti>``)."""
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return f"JTI={claims['jti']}"
 
 
 def token_kubeconfig(cluster: Cluster, token: str, path: Path, user: str = "labeler") -> Path:

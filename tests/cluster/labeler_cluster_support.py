@@ -1,0 +1,382 @@
+"""The gpu-topology-labeler against a real control plane, under the chart's own identity.
+
+:class:`LabelerLab` holds one kwok control plane of its own (never the session cluster: 1,000
+nodes would slow every other test), started with an audit policy that records every write of the
+labeler's ServiceAccount. The chart is rendered with ``helm template``; its controller
+ServiceAccount, ClusterRole(Binding) and Role(Binding) are applied as they are, a token is minted
+for that ServiceAccount through the TokenRequest API and written into a kubeconfig of its own,
+so every request of the labeler goes through RBAC exactly as in the cluster. The labeler itself
+runs as local processes (``python -m slinky_topology.labeler``) with the container arguments the
+chart renders for its Deployment, plus the kubeconfig, a metrics port and faster pacing.
+
+Writes are counted from the API server's audit log (:mod:`slinky_harness.labeler_bench`), by
+identity and token, never from the labeler's own counters.
+
+The fake nodes are not kwok-managed (no kwok controller, no scheduler run in this control plane):
+the labeler only reads labels and annotations, and 1,000 heartbeating nodes would load the
+machine for nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from tests.cluster import charts_support
+
+from slinky_harness import labeler_bench as lb
+from slinky_harness.controlplane import Cluster
+from slinky_harness.fleet import load_fleet
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from slinky_harness.fleet import Fleet
+
+REPO = Path(__file__).resolve().parents[2]
+FLEET = REPO / "tests" / "data" / "fleets" / "labeler-nvl72-1k.yaml"
+CHART = REPO / "charts" / "gpu-topology-labeler"
+NAMESPACE = "gpu-topology"
+RELEASE = "gtl"
+CONFIGMAP = "slurm-topology"
+SPEC = "topology.slinky.slurm.net/spec"
+OWNED_PREFIX = "topology.slinky.slurm.net/"
+LEAF = "fabric.slinky.dev/leaf"
+SPINE = "fabric.slinky.dev/spine"
+CORE = "fabric.slinky.dev/core"
+CLIQUE = "nvidia.com/gpu.clique"
+
+VALUES: dict[str, Any] = {
+    "topology": {
+        "configMapName": CONFIGMAP,
+        "labelMap": {"accelerator": CLIQUE, "leaf": LEAF, "spine": SPINE, "core": CORE},
+    },
+    "controller": {"replicas": 2},
+}
+"""The labeler chart's values: GFD cliques plus the fleet's fabric labels, two replicas."""
+
+RBAC_KINDS = frozenset(
+    {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+)
+FAST = ("--qps=0", "--write-workers=8", "--debounce-seconds=0.5")
+"""Pacing for tests (after the chart's arguments, so they win): no write limit, eight patches
+in flight, half a second of debounce."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Replica:
+    """A long-running labeler process (one replica of the Deployment)."""
+
+    identity: str
+    proc: subprocess.Popen[bytes]
+    metrics_port: int
+    log: Path
+    credential: str
+    """Its token's ``credential-id`` as the audit log shows it."""
+
+    def metrics(self) -> str:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return str(answer.read().decode())
+
+    def sample(self, name: str, **labels: str) -> float:
+        """Value of one Prometheus sample (0 when absent)."""
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        key = f"{name}{{{want}}}" if labels else name
+        for line in self.metrics().splitlines():
+            if line.startswith(key + " "):
+                return float(line.split()[-1])
+        return 0.0
+
+    def logs(self) -> list[dict[str, Any]]:
+        return lb.parse_logs(self.log.read_text(errors="replace"))
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return int(self.proc.returncode)
+
+
+@dataclass
+class LabelerLab:
+    """The labeler's own control plane, chart RBAC, fleet and helpers (see module doc)."""
+
+    cluster: Cluster
+    workdir: Path
+    fleet: Fleet
+    helm: charts_support.Helm
+    rendered: list[dict[str, Any]]
+    account: str
+    args: list[str]
+    """The controller's container arguments as the chart renders them."""
+    core: Any
+    api_client: Any
+    timings: dict[str, float] = field(default_factory=dict)
+    replicas: list[Replica] = field(default_factory=list)
+    _tokens: int = 0
+
+    @property
+    def user(self) -> str:
+        return lb.service_account_user(NAMESPACE, self.account)
+
+    @property
+    def audit(self) -> Path:
+        return self.cluster.logs_dir / "audit.log"
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def kubeconfig(self, name: str) -> tuple[Path, str]:
+        """A new token for the chart's ServiceAccount (TokenRequest) in a kubeconfig of its own,
+        and the token's credential id as the audit log shows it."""
+        self._tokens += 1
+        token = lb.mint_token(self.api_client, NAMESPACE, self.account)
+        path = lb.token_kubeconfig(
+            self.cluster, token, self.workdir / f"{name}-{self._tokens}.kubeconfig", name
+        )
+        return path, lb.token_credential(token)
+
+    # -- audit ------------------------------------------------------------------------------
+
+    def writes(self) -> list[lb.AuditWrite]:
+        """Every write of the labeler's identity so far (failed ones included), except to its
+        Lease (leader election renews it every few seconds; see :meth:`lease_writes`)."""
+        return [w for w in self.all_writes() if w.resource != "leases"]
+
+    def lease_writes(self) -> list[lb.AuditWrite]:
+        return [w for w in self.all_writes() if w.resource == "leases"]
+
+    def all_writes(self) -> list[lb.AuditWrite]:
+        return lb.read_audit_writes(self.audit, user=self.user)
+
+    def settled_writes(self, quiet: float = 1.5, timeout: float = 60.0) -> list[lb.AuditWrite]:
+        """The labeler's writes once none came in for ``quiet`` seconds."""
+        deadline = time.monotonic() + timeout
+        last = self.writes()
+        since = time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            now = self.writes()
+            if len(now) != len(last):
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return now
+        raise AssertionError(f"the labeler kept writing for {timeout}s")
+
+    # -- running the labeler ----------------------------------------------------------------
+
+    def labeler_args(self, kubeconfig: Path, *extra: str) -> list[str]:
+        return [*self.args, f"--kubeconfig={kubeconfig}", *FAST, *extra]
+
+    def run_once(self, *extra: str) -> lb.LabelerRun:
+        """One ``--once`` pass (fresh token), as a separate process."""
+        kubeconfig, _ = self.kubeconfig("once")
+        run = lb.run_labeler(
+            self.labeler_args(kubeconfig, "--once", "--metrics-port=0", *extra), timeout=300
+        )
+        assert run.returncode == 0, run.describe()
+        return run
+
+    def start_replica(self, identity: str) -> Replica:
+        """A long-running replica with its own token, identity and metrics port."""
+        port = free_port()
+        log = self.workdir / f"{identity}.log"
+        kubeconfig, credential = self.kubeconfig(identity)
+        argv = lb.labeler_argv(
+            *self.labeler_args(kubeconfig, f"--identity={identity}", f"--metrics-port={port}")
+        )
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(
+                argv, stdout=sink, stderr=subprocess.STDOUT, env=lb._child_env()
+            )
+        replica = Replica(identity, proc, port, log, credential)
+        self.replicas.append(replica)
+        return replica
+
+    def stop_replicas(self) -> None:
+        for replica in self.replicas:
+            replica.stop()
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        """Every Node as a dict (raw JSON list, no model decoding)."""
+        answer = self.core.list_node(_preload_content=False)
+        data = json.loads(answer.data)
+        answer.release_conn()
+        return {str(i["metadata"]["name"]): i for i in data["items"]}
+
+    def patch_labels(self, name: str, labels: dict[str, str | None]) -> None:
+        """Change a Node's labels as the cluster admin (``None`` deletes)."""
+        answer = self.core.patch_node(
+            name,
+            {"metadata": {"labels": labels}},
+            _content_type="application/merge-patch+json",
+            _preload_content=False,
+        )
+        _ = answer.data
+        answer.release_conn()
+
+    def lease_holder(self) -> str:
+        """``spec.holderIdentity`` of the chart's Lease (``""`` when none)."""
+        from kubernetes import client  # noqa: PLC0415
+
+        name = next(a.split("=", 1)[1] for a in self.args if a.startswith("--lease-name="))
+        try:
+            lease = client.CoordinationV1Api(self.api_client).read_namespaced_lease(name, NAMESPACE)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return ""
+            raise
+        return str((lease.spec.holder_identity if lease.spec else None) or "")
+
+    def events(self) -> list[dict[str, Any]]:
+        answer = self.core.list_namespaced_event(NAMESPACE, _preload_content=False)
+        data = json.loads(answer.data)
+        answer.release_conn()
+        return list(data["items"])
+
+    def configmap(self) -> dict[str, Any]:
+        answer = self.core.read_namespaced_config_map(CONFIGMAP, NAMESPACE, _preload_content=False)
+        data: dict[str, Any] = json.loads(answer.data)
+        answer.release_conn()
+        return data
+
+
+def gpu_nodes(fleet: Fleet) -> list[dict[str, Any]]:
+    return [n for n in fleet.nodes() if CLIQUE in n["metadata"]["labels"]]
+
+
+def expected_leaf(labels: dict[str, str]) -> str:
+    return labels[LEAF]
+
+
+def expected_block(labels: dict[str, str]) -> str:
+    """The NVLink domain of a GFD clique label: its ClusterUUID (``<uuid>.<clique id>``)."""
+    return labels[CLIQUE].rpartition(".")[0]
+
+
+def _audit_policy(path: Path, user: str) -> Path:
+    path.write_text(lb.audit_policy([user]))
+    return path
+
+
+@contextlib.contextmanager
+def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
+    """Start the lab (see :class:`LabelerLab`); stop every replica and the cluster on exit."""
+    from kubernetes import client  # noqa: PLC0415
+
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    helm_bin = toolchain.ensure("helm")
+    values = workdir / "labeler-values.json"
+    values.write_text(json.dumps(VALUES))
+    proc = subprocess.run(
+        [str(helm_bin), "template", RELEASE, str(CHART), "-n", NAMESPACE, "-f", str(values)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rendered = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    deployment = next(d for d in rendered if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    account = str(pod["serviceAccountName"])
+    (container,) = pod["containers"]
+    fleet = load_fleet(FLEET)
+    policy = _audit_policy(
+        workdir / "audit-policy.yaml", lb.service_account_user(NAMESPACE, account)
+    )
+    extra = [f"--kube-audit-policy={policy}", "--disable=kwok-controller,kube-scheduler"]
+    with Cluster.start(workdir / "cluster", stages=None, extra_args=extra) as cluster:
+        timings["control plane"] = cluster.start_seconds
+        api_client = cluster.api_client()
+        lab = LabelerLab(
+            cluster=cluster,
+            workdir=workdir,
+            fleet=fleet,
+            helm=charts_support.Helm(helm_bin, cluster, workdir / "helm"),
+            rendered=rendered,
+            account=account,
+            args=[str(a) for a in container["args"]],
+            core=client.CoreV1Api(api_client),
+            api_client=api_client,
+            timings=timings,
+        )
+        try:
+            cluster.kubectl("create", "namespace", NAMESPACE)
+            rbac = [
+                d
+                for d in rendered
+                if d["kind"] in RBAC_KINDS
+                and "helm.sh/hook" not in (d["metadata"].get("annotations") or {})
+            ]
+            cluster.apply(rbac)
+            timings["create nodes"] = lb.create_nodes(api_client, fleet.nodes())
+            timings["set-up"] = time.monotonic() - t0
+            yield lab
+        finally:
+            lab.stop_replicas()
+            api_client.close()
+
+
+def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.5) -> Any:
+    """Poll until ``predicate()`` is truthy; return it (AssertionError naming ``what``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def scontrol_batch(ctld: Any, commands: Sequence[str]) -> tuple[int, str]:
+    """Feed ``commands`` to one ``scontrol`` (one per line); return its exit status and stderr."""
+    result = ctld.run(
+        ctld._client("scontrol"), check=False, timeout=300, input="\n".join(commands) + "\n"
+    )
+    return int(result.returncode), str(result.stderr)
+
+
+def env_summary(lab: LabelerLab) -> str:
+    return ", ".join(f"{k} {v:.1f}s" for k, v in lab.timings.items())
+
+
+__all__ = [
+    "CONFIGMAP",
+    "NAMESPACE",
+    "SPEC",
+    "LabelerLab",
+    "Replica",
+    "env_summary",
+    "expected_block",
+    "expected_leaf",
+    "gpu_nodes",
+    "labeler_lab",
+    "scontrol_batch",
+    "wait_for",
+]
