@@ -1,0 +1,179 @@
+"""labeler_bench without a cluster: its fleet, audit policy and reader, token id, targets; and
+the labeler's parallel node patches (``--write-workers``) that the benchmark runs with."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+
+from slinky_harness import labeler_bench as lb
+from slinky_topology.labeler.metrics import Metrics
+from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
+from slinky_topology.labeler.reconcile import NodeChange, Plan
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+
+def test_bench_fleet_is_nvl72_racks_under_leaves_spines_and_one_core() -> None:
+    nodes = lb.bench_fleet(5000).nodes()
+    assert len(nodes) == 5000
+    labels = [n["metadata"]["labels"] for n in nodes]
+    racks = Counter(label["nvidia.com/gpu.clique"] for label in labels)
+    assert len(racks) == 278 and max(racks.values()) == 18  # 277 full racks and one of 14
+    assert sorted(racks.values())[0] == 5000 - 277 * 18
+    assert len({label["fabric.slinky.dev/leaf"] for label in labels}) == 278
+    assert len({label["fabric.slinky.dev/spine"] for label in labels}) == 18
+    assert {label["fabric.slinky.dev/core"] for label in labels} == {"core"}
+    # a rack never spans two leaves (the labeler's block order depends on it)
+    leaf_of = {
+        (label["nvidia.com/gpu.clique"], label["fabric.slinky.dev/leaf"]) for label in labels
+    }
+    assert len(leaf_of) == len(racks)
+
+
+def test_audit_policy_records_only_the_users_writes() -> None:
+    user = lb.service_account_user("ns", "sa")
+    policy = yaml.safe_load(lb.audit_policy([user]))
+    assert policy["kind"] == "Policy" and "RequestReceived" in policy["omitStages"]
+    reviews, writes, rest = policy["rules"]
+    assert reviews["level"] == "None"
+    assert writes == {"level": "Metadata", "users": [user], "verbs": sorted(lb.WRITE_VERBS)}
+    assert rest == {"level": "None"}
+
+
+def _event(verb: str, resource: str, name: str, code: int, user: str, **extra: Any) -> str:
+    body = {
+        "stage": extra.get("stage", "ResponseComplete"),
+        "verb": verb,
+        "user": {
+            "username": user,
+            "extra": {"authentication.kubernetes.io/credential-id": ["JTI=abc"]},
+        },
+        "objectRef": {"resource": resource, "name": name, "namespace": "ns"},
+        "responseStatus": {"code": code},
+    }
+    return json.dumps(body)
+
+
+def test_read_audit_writes_keeps_completed_writes_of_one_user(tmp_path: Path) -> None:
+    me, other = "system:serviceaccount:ns:sa", "admin"
+    lines = [
+        _event("patch", "nodes", "n1", 200, me),
+        _event("get", "nodes", "n1", 200, me),
+        _event("patch", "nodes", "n2", 200, me, stage="ResponseStarted"),
+        _event("create", "configmaps", "cm", 409, me),
+        _event("patch", "nodes", "n3", 200, other),
+    ]
+    (tmp_path / "audit.log").write_text("\n".join(lines) + "\n")
+    writes = lb.read_audit_writes(tmp_path / "audit.log", user=me)
+    assert [(w.verb, w.resource, w.name, w.ok) for w in writes] == [
+        ("patch", "nodes", "n1", True),
+        ("create", "configmaps", "cm", False),
+    ]
+    assert writes[0].credential == "JTI=abc"
+    assert len(lb.read_audit_writes(tmp_path / "audit.log")) == 3
+    assert lb.read_audit_writes(tmp_path / "missing.log") == []
+
+
+def test_token_credential_is_the_jti_claim() -> None:
+    claims = base64.urlsafe_b64encode(json.dumps({"jti": "1234-5"}).encode()).rstrip(b"=")
+    assert lb.token_credential(f"header.{claims.decode()}.signature") == "JTI=1234-5"
+
+
+def _figures(**overrides: Any) -> lb.Figures:
+    base: dict[str, Any] = {
+        "nodes": 10,
+        "create_seconds": 1.0,
+        "first_pass_seconds": 5.0,
+        "first_pass_reported_seconds": 4.0,
+        "writes": {"nodes patch": 10, "configmaps create": 1},
+        "node_writes": 10,
+        "nodes_written": 10,
+        "configmap_writes": 1,
+        "reported_writes": 11,
+        "second_pass_seconds": 1.0,
+        "second_pass_writes": 0,
+        "peak_memory_mib": 100.0,
+        "failed_requests": 0,
+        "labeler_cpu_seconds": 1.0,
+        "server_cpu_seconds": 2.0,
+    }
+    return lb.Figures(**{**base, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "missed"),
+    [
+        pytest.param({}, [], id="all-met"),
+        pytest.param({"first_pass_seconds": 61.0}, ["first pass took"], id="too-slow"),
+        pytest.param({"node_writes": 11, "reported_writes": 12}, ["11 node writes"], id="twice"),
+        pytest.param({"second_pass_writes": 1}, ["second pass wrote"], id="second-pass"),
+        pytest.param({"reported_writes": 10}, ["the labeler reports 10"], id="disagree"),
+        pytest.param({"configmap_writes": 2, "reported_writes": 12}, ["2 ConfigMap"], id="cm"),
+    ],
+)
+def test_misses_names_each_target_missed(overrides: dict[str, Any], missed: list[str]) -> None:
+    found = lb.misses(_figures(**overrides), 60.0)
+    assert len(found) == len(missed)
+    for text, want in zip(found, missed, strict=True):
+        assert want in text
+    assert any(line.startswith("writes per node") for line in _figures().lines())
+
+
+class _ThreadSafeNodes:
+    """Just enough of ClusterAPI for node patches, with a lock (patches come from threads)."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.lock = threading.Lock()
+        self.patches: list[str] = []
+        self.fail_on = fail_on
+
+    def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
+        if name == self.fail_on:
+            raise ValueError("not retriable")
+        with self.lock:
+            self.patches.append(name)
+
+
+def _plan(count: int) -> Plan:
+    changes = tuple(
+        NodeChange(f"n{i:03d}", "add", {"topology.slinky.slurm.net/leaf": "l1"}, {})
+        for i in range(count)
+    )
+    return Plan(changes, None)
+
+
+def _publisher(api: _ThreadSafeNodes, workers: int) -> Publisher:
+    return Publisher(
+        api,  # type: ignore[arg-type]
+        namespace="ns",
+        configmap="cm",
+        limiter=TokenBucket(0, 1),
+        backoff=Backoff(attempts=1),
+        metrics=Metrics(),
+        workers=workers,
+    )
+
+
+def test_parallel_node_patches_write_each_node_once() -> None:
+    api = _ThreadSafeNodes()
+    publisher = _publisher(api, workers=8)
+    assert publisher.apply(_plan(200)) == 200
+    assert sorted(api.patches) == [f"n{i:03d}" for i in range(200)]
+    assert publisher.metrics.value("slinky_topology_labeler_writes_total", kind="node_add") == 200
+
+
+def test_parallel_node_patches_stop_at_the_first_failure() -> None:
+    api = _ThreadSafeNodes(fail_on="n010")
+    with pytest.raises(PublishError, match="patch node n010"):
+        _publisher(api, workers=4).apply(_plan(500))
+    assert "n010" not in api.patches
+    assert len(api.patches) < 500, "no new patch starts after a failure"
