@@ -266,10 +266,6 @@ def gpu_nodes(fleet: Fleet) -> list[dict[str, Any]]:
     return [n for n in fleet.nodes() if CLIQUE in n["metadata"]["labels"]]
 
 
-def expected_leaf(labels: dict[str, str]) -> str:
-    return labels[LEAF]
-
-
 def expected_block(labels: dict[str, str]) -> str:
     """The NVLink domain of a GFD clique label: its ClusterUUID (``<uuid>.<clique id>``)."""
     return labels[CLIQUE].rpartition(".")[0]
@@ -374,7 +370,6 @@ __all__ = [
     "Replica",
     "env_summary",
     "expected_block",
-    "expected_leaf",
     "gpu_nodes",
     "labeler_lab",
     "scontrol_batch",
