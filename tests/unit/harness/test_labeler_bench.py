@@ -177,3 +177,53 @@ def test_parallel_node_patches_stop_at_the_first_failure() -> None:
         _publisher(api, workers=4).apply(_plan(500))
     assert "n010" not in api.patches
     assert len(api.patches) < 500, "no new patch starts after a failure"
+
+
+# --- labeler behaviour the cluster tier found and relies on ----------------------------------------
+
+
+def _controller(api: Any) -> Any:
+    from slinky_topology.labeler.controller import Controller, build_parser  # noqa: PLC0415
+
+    args = build_parser().parse_args(["--namespace", "ns", "--qps", "0"])
+    return Controller(args, api, metrics=Metrics(), sleep=lambda _: None)
+
+
+def test_only_label_and_owned_annotation_changes_trigger_a_pass() -> None:
+    from tests.unit.labeler.labeler_support import node  # noqa: PLC0415
+
+    ctl = _controller(None)
+    base = node("n1", {"nvidia.com/gpu.clique": "a.1"}, {"node.alpha.kubernetes.io/ttl": "0"})
+    ctl.handle_event("ADDED", base)
+    ctl.dirty.clear()
+    # kube-controller-manager's TTL controller rewrites this on every Node as a cluster grows
+    ttl = node("n1", {"nvidia.com/gpu.clique": "a.1"}, {"node.alpha.kubernetes.io/ttl": "30"})
+    ctl.handle_event("MODIFIED", ttl)
+    assert not ctl.dirty.is_set()
+    owned = node(
+        "n1",
+        {"nvidia.com/gpu.clique": "a.1"},
+        {"node.alpha.kubernetes.io/ttl": "30", "topology.slinky.slurm.net/spec": "nvl:a"},
+    )
+    ctl.handle_event("MODIFIED", owned)
+    assert ctl.dirty.is_set(), "someone changed an owned annotation: reconcile it"
+    ctl.dirty.clear()
+    ctl.handle_event("MODIFIED", node("n1", {"nvidia.com/gpu.clique": "b.1"}, {}))
+    assert ctl.dirty.is_set(), "a label changed"
+
+
+def test_a_failure_that_repeats_is_one_event_and_many_counts() -> None:
+    from tests.unit.labeler.labeler_support import FakeCluster, gfd_fleet  # noqa: PLC0415
+
+    api = FakeCluster(gfd_fleet())
+    ctl = _controller(api)
+    ctl.relist()
+    assert ctl.run_pass()
+    for item in api.nodes.values():  # a broken GFD rollout: no clique labels any more
+        item["metadata"]["labels"].pop("nvidia.com/gpu.clique")
+    ctl.relist()
+    assert not ctl.run_pass()
+    assert not ctl.run_pass()
+    assert len(api.events) == 1
+    errors = ctl.metrics.value("slinky_topology_labeler_errors_total", kind="validation")
+    assert errors == 2
