@@ -677,8 +677,11 @@ class SlurmCtld:
         key = self.etc_dir / "slurm.key"
         if "slurm.key" not in files:
             key.write_bytes(os.urandom(1024))
-        key.chmod(0o600)
-        os.chown(key, uid, gid)
+        for script in self.etc_dir.glob("*.sh"):  # PrologSlurmctld=, EpilogSlurmctld= scripts
+            script.chmod(0o755)
+        for secret in self.etc_dir.glob("*.key"):  # slurm.key, jwt.key: Slurm refuses others' keys
+            secret.chmod(0o600)
+            os.chown(secret, uid, gid)
         for stale in ("slurmctld.log", "slurmctld.pid", "slurmctld.stderr"):
             (self.workdir / stale).unlink(missing_ok=True)
 

@@ -57,11 +57,12 @@ SUITE = "sid"
 """Debian suite that carries Slurm 26.05."""
 SLURM_SERIES = "26.05"
 """The Slurm release series the chroot is pinned to (the installed version must be ``26.05.x``)."""
-PACKAGES = ("slurmctld", "slurmd", "slurm-client")
-"""Installed by debootstrap (their dependencies come along: basic plugins, libraries)."""
+PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurm-wlm-jwt-plugin", "slurmrestd")
+"""Installed by debootstrap (their dependencies come along: basic plugins, libraries). The JWT
+plugin: the Slinky operator's slurm.conf sets ``AuthAltTypes=auth/jwt``."""
 OPTIONAL_PACKAGES = ("slurm-wlm-emulator", "slurm-client-emulator")
 """Installed afterwards when the suite has them (many slurmd per host); presence is recorded."""
-CHROOT_RECIPE = 1
+CHROOT_RECIPE = 2
 """Bump when the build steps change: chroots built by another recipe are rebuilt."""
 MARKER = ".slinky-chroot.json"
 MOUNT_POINT = "/srv/slinky"

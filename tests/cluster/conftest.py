@@ -31,6 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "cluster: needs the kwok control plane (tests/cluster, nox -s cluster)"
     )
+    config.addinivalue_line(
+        "markers",
+        "operator: runs the real Slinky operator (slinky_harness.operator); nox -s cluster runs "
+        "these only where it can be built",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

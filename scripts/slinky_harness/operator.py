@@ -1,0 +1,339 @@
+"""The real Slinky slurm-operator v1.2.1, built from its Go module and run as a local process.
+
+The cluster tier runs the operator's manager beside the kwok control plane (no kubelet runs
+containers there), under the identity of the ServiceAccount that the ``slurm-operator`` chart
+creates: a TokenRequest token for that account goes into a kubeconfig of its own, so every call
+the operator makes is checked by the chart's RBAC, exactly as in a real cluster.
+
+Where the binaries come from, first match wins:
+
+1. the cache ``<cache>/operator/v1.2.1/bin/{manager,webhook}`` (``cache_root()``), reused;
+2. the Go module proxy: ``github.com/SlinkyProject/slurm-operator@v1.2.1`` (the intended path;
+   the proxy this project's machines use answers 403 for it at the time of writing);
+3. a source checkout of that tag named by ``SLINKY_OPERATOR_SRC`` (and, where the proxy does not
+   serve ``github.com/SlinkyProject/slurm-client`` either, a checkout of its v1.2.1 tag named by
+   ``SLINKY_SLURM_CLIENT_SRC``). The checkout is only read: ``go build -modfile`` works on a copy
+   of its ``go.mod``, and nothing is copied into this repository.
+
+Otherwise :func:`ensure_operator` raises :class:`OperatorUnavailable`, whose message says all of
+the above. ``python -m slinky_harness.operator build`` builds (or reports why it cannot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness.toolchain import (
+    ToolError,
+    cache_root,
+    go_build,
+    go_env,
+    module_dir,
+    staged_folder,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from slinky_harness.controlplane import Cluster
+
+MODULE = "github.com/SlinkyProject/slurm-operator"
+CLIENT_MODULE = "github.com/SlinkyProject/slurm-client"
+VERSION = "v1.2.1"
+SOURCE_ENV = "SLINKY_OPERATOR_SRC"
+CLIENT_SOURCE_ENV = "SLINKY_SLURM_CLIENT_SRC"
+BINARIES = ("manager", "webhook")
+
+
+class OperatorUnavailable(RuntimeError):
+    """The operator cannot be built here; the message says what was tried and how to unblock."""
+
+
+class OperatorNotObtainable(OperatorUnavailable):
+    """No source for the operator at all: the proxy refuses the module and no checkout is named."""
+
+
+def binaries_dir() -> Path:
+    return cache_root() / "operator" / VERSION / "bin"
+
+
+def _complete(bindir: Path) -> bool:
+    return all((bindir / name).is_file() for name in BINARIES) and (bindir / "SOURCE").is_file()
+
+
+def _checkout(env: str, module: str) -> Path | None:
+    """The source checkout named by ``env``, checked to be ``module`` at ``VERSION``."""
+    value = os.environ.get(env)
+    if not value:
+        return None
+    src = Path(value).expanduser().resolve()
+    gomod = src / "go.mod"
+    if not gomod.is_file():
+        raise OperatorUnavailable(
+            f"{env}={value}: no go.mod there; point it at a checkout of {module}"
+        )
+    first = gomod.read_text().splitlines()[0].split()
+    if first[-1:] != [module]:
+        raise OperatorUnavailable(f"{env}={value}: go.mod declares {first[-1:]}, not {module}")
+    version_file = src / "VERSION"
+    if version_file.is_file() and f"v{version_file.read_text().strip()}" != VERSION:
+        raise OperatorUnavailable(
+            f"{env}={value}: VERSION says {version_file.read_text().strip()}, need {VERSION}; "
+            f"check out the {VERSION} tag"
+        )
+    return src
+
+
+def _from_proxy() -> tuple[Path | None, str]:
+    try:
+        return module_dir(MODULE, VERSION), ""
+    except ToolError as exc:
+        return None, str(exc)
+
+
+def _build_from(src: Path, client: Path | None, bindir: Path, log: Path, origin: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="slinky-operator-mod-") as tmp:
+        modfile = Path(tmp) / "go.mod"
+        shutil.copyfile(src / "go.mod", modfile)
+        if (src / "go.sum").is_file():
+            shutil.copyfile(src / "go.sum", Path(tmp) / "go.sum")
+        if client is not None:
+            subprocess.run(
+                ["go", "mod", "edit", f"-modfile={modfile}", f"-replace={CLIENT_MODULE}={client}"],
+                cwd=src,
+                env=go_env(),
+                check=True,
+            )
+        with staged_folder(bindir, VERSION) as staging:
+            go_build(
+                [
+                    f"-modfile={modfile}",
+                    "-trimpath",
+                    "-o",
+                    f"{staging}/",
+                    "./cmd/manager",
+                    "./cmd/webhook",
+                ],
+                cwd=src,
+                log=log,
+                what=f"slurm-operator {VERSION}",
+            )
+            (staging / "SOURCE").write_text(origin + "\n")
+
+
+def ensure_operator() -> Path:
+    """The folder holding the operator's ``manager`` and ``webhook``, built once and cached."""
+    bindir = binaries_dir()
+    if _complete(bindir):
+        return bindir
+    log = bindir.parent / "build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    src, proxy_error = _from_proxy()
+    client: Path | None = None
+    origin = f"{MODULE}@{VERSION} from the Go module proxy"
+    if src is None:
+        src = _checkout(SOURCE_ENV, MODULE)
+        client = _checkout(CLIENT_SOURCE_ENV, CLIENT_MODULE)
+        origin = f"source checkout {src} (slurm-client: {client or 'Go module proxy'})"
+    if src is None:
+        raise OperatorNotObtainable(
+            f"the Slinky slurm-operator {VERSION} cannot be built here: the Go module proxy "
+            f"refuses {MODULE}@{VERSION} ({proxy_error.strip().splitlines()[-1] if proxy_error else 'no answer'}), "
+            f"and {SOURCE_ENV} names no source checkout. Unblock with a proxy that serves the module, "
+            f"or set {SOURCE_ENV} (and {CLIENT_SOURCE_ENV} if {CLIENT_MODULE} is not served either) "
+            f"to checkouts of their {VERSION} tags"
+        )
+    started = time.monotonic()
+    print(f"operator: building manager and webhook {VERSION} ({origin})", file=sys.stderr)
+    try:
+        _build_from(src, client, bindir, log, origin)
+    except (ToolError, subprocess.CalledProcessError) as exc:
+        raise OperatorUnavailable(f"building slurm-operator {VERSION} failed: {exc}") from exc
+    print(f"operator: built in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    return bindir
+
+
+# -- identity ---------------------------------------------------------------------------------
+
+
+def service_account_kubeconfig(
+    cluster: Cluster, namespace: str, name: str, dest: Path, *, hours: int = 2
+) -> Path:
+    """A kubeconfig for ServiceAccount ``namespace/name`` of ``cluster`` (TokenRequest token)."""
+    token = cluster.kubectl(
+        "create", "token", name, "-n", namespace, f"--duration={hours}h"
+    ).strip()
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = admin["clusters"][0]["cluster"]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kwok", "cluster": server}],
+        "users": [{"name": f"system:serviceaccount:{namespace}:{name}", "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": "sa",
+                "context": {
+                    "cluster": "kwok",
+                    "user": f"system:serviceaccount:{namespace}:{name}",
+                    "namespace": namespace,
+                },
+            }
+        ],
+        "current-context": "sa",
+    }
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        yaml.safe_dump(config, out)
+    return dest
+
+
+# -- running the manager ----------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def chart_args(deployment: dict[str, Any]) -> list[str]:
+    """The manager's arguments from the chart's Deployment, with listen addresses made local."""
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args: list[str] = []
+    for arg in container.get("args", []):
+        flag = arg.split("=", 1)[0]
+        if flag in ("--health-addr", "--metrics-addr"):
+            args.append(f"{flag}=127.0.0.1:{free_port()}")
+        else:
+            args.append(arg)
+    return args
+
+
+class Manager:
+    """A running operator manager process; its JSON log lines are in ``log_path``."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, argv: list[str]) -> None:
+        self.proc = proc
+        self.log_path = log_path
+        self.argv = argv
+
+    def records(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    out.append(record)
+        return out
+
+    def problems(self, ignore: Sequence[str] = ()) -> list[str]:
+        """Log lines that say RBAC denial or schema/validation trouble, minus ``ignore`` hits."""
+        words = (
+            "forbidden",
+            "is invalid",
+            "unknown field",
+            "strict decoding",
+            "cannot list",
+            "cannot watch",
+            "cannot get",
+            "cannot create",
+            "cannot patch",
+            "cannot update",
+        )
+        found = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            low = line.lower()
+            if any(word in low for word in words) and not any(i in line for i in ignore):
+                found.append(line[:600])
+        return found
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+@contextlib.contextmanager
+def run_manager(
+    kubeconfig: Path, args: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None
+) -> Iterator[Manager]:
+    """Run the operator's manager with ``args`` against ``kubeconfig``; stop it on exit."""
+    binary = ensure_operator() / "manager"
+    argv = [str(binary), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
+    manager = Manager(proc, log_path, argv)
+    try:
+        time.sleep(0.5)
+        if proc.poll() is not None:
+            raise OperatorUnavailable(
+                f"operator manager exited at once ({proc.returncode}): "
+                f"{log_path.read_text(errors='replace')[-2000:]}"
+            )
+        yield manager
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def secret_value(cluster: Cluster, namespace: str, name: str, key: str) -> bytes:
+    data = cluster.kubectl_json("get", "secret", name, "-n", namespace)["data"]
+    return base64.b64decode(data[key])
+
+
+# -- CLI --------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``build``: build or reuse; ``path``: print the bin folder; ``available``: exit 0 when the
+    operator is (or could be built and now is) available, 3 when no source exists (one line),
+    2 when a build fails."""
+    parser = argparse.ArgumentParser(
+        prog="python -m slinky_harness.operator", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("command", choices=["build", "path", "available"])
+    args = parser.parse_args(argv)
+    try:
+        bindir = ensure_operator()
+    except OperatorNotObtainable as exc:
+        print(f"operator: {exc}")  # stdout: nox -s cluster prints this one line
+        return 3
+    except OperatorUnavailable as exc:
+        print(f"operator: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "path":
+        print(bindir)
+    else:
+        print(f"operator: {VERSION} in {bindir} ({(bindir / 'SOURCE').read_text().strip()})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,375 @@
+"""The real Slinky slurm-operator v1.2.1 reconciles every slurm-cluster ``ci/`` scenario.
+
+A control plane of its own (module scope; the operator watches every namespace, so it must not
+see the other cluster-tier tests' releases) gets the slurm-operator chart; the operator's manager
+then runs as a local process with the chart's own arguments, as the chart's ServiceAccount (a
+TokenRequest token), so the chart's RBAC is what it is allowed. For each scenario:
+
+- the operator writes the slurmctld StatefulSet and its ``slurm.conf`` ConfigMap, and its log
+  shows no RBAC denial and no schema error;
+- that ``slurm.conf`` plus the chart's config files and key Secrets are loaded by a real
+  slurmctld 26.05 (the Debian sid chroot), with one dynamic node per NodeSet replica named and
+  featured as the operator's pods register; ``sinfo`` must show exactly the partitions the values
+  ask for, each holding the NodeSets it names, and ``scontrol show topology`` the values'
+  topology.yaml.
+
+Nothing answers as slurmrestd here, so the operator's NodeSet reconcile stops at its first Slurm
+call (the maintenance reservation lookup); those lines are expected and ignored, and NodeSet pods
+are not created. Marked ``operator``: ``nox -s cluster`` runs these only where the operator can be
+built (see ``slinky_harness.operator``).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from tests.cluster import charts_support as support
+
+from slinky_harness import operator as slinky_operator
+from slinky_harness import slurm, slurm_topo
+from slinky_harness.charts import load_yaml
+from slinky_harness.controlplane import Cluster
+from slinky_harness.slurm_chroot import MOUNT_POINT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from slinky_harness.charts import Scenario
+
+pytestmark = pytest.mark.operator
+
+FLEET = support.REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
+OPERATOR_NS = "slinky"
+SCENARIOS = [s for s in support.chart_scenarios() if s.chart == "slurm-cluster"]
+CLUSTER_CHART = support.CHARTS["slurm-cluster"]
+# The operator's NodeSet reconcile asks slurmrestd first; nothing serves it under kwok.
+EXPECTED_NOISE = ("no such host", "connection refused", "context canceled")
+
+
+@pytest.fixture(scope="module")
+def op_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    slinky_operator.ensure_operator()  # fails here, with the reason, if it cannot be built
+    with Cluster.start(tmp_path_factory.mktemp("operator-cluster"), fleet=FLEET) as running:
+        running.apply(support.DATA / "prerequisites.yaml")
+        support.install_third_party_crds(running)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> support.Helm:
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    return support.Helm(toolchain.ensure("helm"), op_cluster, tmp_path_factory.mktemp("helm"))
+
+
+@pytest.fixture(scope="module")
+def manager(
+    op_cluster: Cluster, helm: support.Helm, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[slinky_operator.Manager]:
+    chart = support.CHARTS["slurm-operator"]
+    files = support.values_files(
+        next(s for s in support.chart_scenarios() if s.id == "slurm-operator:ci/default")
+    )
+    helm.run(
+        "install", "op", str(chart.path), "-n", OPERATOR_NS, "--create-namespace",
+        *support.values_args(files), "--wait", "--timeout", "90s",
+    )  # fmt: skip
+    manifest = [
+        d
+        for d in yaml.safe_load_all(helm.run("get", "manifest", "op", "-n", OPERATOR_NS).stdout)
+        if d
+    ]
+    deployment = next(
+        d for d in manifest
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "op-slurm-operator"
+    )  # fmt: skip
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    workdir = tmp_path_factory.mktemp("operator")
+    kubeconfig = slinky_operator.service_account_kubeconfig(
+        op_cluster, OPERATOR_NS, account, workdir / "kubeconfig.yaml"
+    )
+    args = slinky_operator.chart_args(deployment)
+    with slinky_operator.run_manager(kubeconfig, args, workdir / "manager.log") as running:
+        yield running
+    problems = running.problems(ignore=EXPECTED_NOISE)
+    assert not problems, "operator log after all scenarios:\n" + "\n".join(problems[:20])
+
+
+def _merged(scenario: Scenario) -> dict[str, Any]:
+    """The chart's values.yaml with the scenario's values merged over it (as Helm does)."""
+    defaults: dict[str, Any] = load_yaml(CLUSTER_CHART.path / "values.yaml")
+    return _with_defaults(defaults, scenario.values)
+
+
+def _with_defaults(defaults: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(defaults)
+    for key, value in (item or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _with_defaults(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def expected_partitions(values: dict[str, Any]) -> dict[str, set[str]]:
+    """Partition name -> NodeSet keys it holds, read from the values (the oracle)."""
+    nodesets = {
+        name: _with_defaults(values["nodesetDefaults"], spec)
+        for name, spec in (values.get("nodesets") or {}).items()
+    }
+    enabled = {name for name, spec in nodesets.items() if spec.get("enabled", True)}
+    parts: dict[str, set[str]] = {}
+    for name in sorted(enabled):
+        if nodesets[name]["partition"].get("enabled"):
+            parts[name] = {name}
+    for name, given in (values.get("partitions") or {}).items():
+        spec = _with_defaults(values.get("partitionDefaults") or {}, given)
+        if spec.get("enabled", True):
+            wanted = spec.get("nodesets") or []
+            parts[name] = set(enabled) if "ALL" in wanted else set(wanted) & enabled
+    return parts
+
+
+def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
+    """Partition -> named topology the values give it (only partitions that name one)."""
+    out: dict[str, str] = {}
+    for name, spec in (values.get("nodesets") or {}).items():
+        merged = _with_defaults(values["nodesetDefaults"], spec)
+        if (
+            merged.get("enabled", True)
+            and merged["partition"].get("enabled")
+            and merged["partition"].get("topology")
+        ):
+            out[name] = str(merged["partition"]["topology"])
+    for name, given in (values.get("partitions") or {}).items():
+        merged = _with_defaults(values.get("partitionDefaults") or {}, given)
+        if merged.get("enabled", True) and merged.get("topology"):
+            out[name] = str(merged["topology"])
+    return out
+
+
+def localize(slurm_conf: str) -> str:
+    """The operator's slurm.conf for the chroot: the harness owns hosts, ports, auth and state
+    paths (dropped here), and the container paths move under the harness's mount."""
+    keep = []
+    for raw in slurm_conf.splitlines():
+        key = raw.split("=", 1)[0].strip().lower()
+        if key in slurm.HARNESS_KEYS:
+            continue
+        line = raw.replace("/etc/slurm/", f"{MOUNT_POINT}/etc/")
+        line = re.sub(r"/var/(log|spool)/slurm\w*", f"{MOUNT_POINT}/run", line)
+        if key in ("accountingstoragehost", "accountingstorageport"):
+            continue
+        # slurmctld 26.05 refuses to start before slurmdbd answers, and no slurmdbd (nor its
+        # MariaDB) runs here: the accounting lines are checked as text by the test instead.
+        keep.append(line.replace("accounting_storage/slurmdbd", "accounting_storage/none"))
+    lowered = slurm_conf.lower()
+    if "auth/jwt" in lowered and "jwt_key=" not in lowered:
+        # Without jwt_key Slurm reads <StateSaveLocation>/jwt_hs256.key; the harness owns that path.
+        keep.append(f"AuthAltParameters=jwt_key={MOUNT_POINT}/etc/jwt.key")
+    return "\n".join(keep) + "\n"
+
+
+def without_autodetect(gres_conf: str) -> str:
+    """gres.conf for emulated registrations: GPU autodetection (NVML, RSMI) runs in slurmd on a GPU
+    node; slurmctld refuses dynamic nodes made by ``scontrol create`` while it is set."""
+    return "".join(
+        line for line in gres_conf.splitlines(keepends=True)
+        if not line.strip().lower().startswith("autodetect=")
+    )  # fmt: skip
+
+
+def create_user_references(cluster: Cluster, namespace: str, objects: list[dict[str, Any]]) -> None:
+    """Create what the values name but the chart leaves to the user (its README says so):
+    key Secrets of ``existingSecret``, the database password Secret, site script ConfigMaps.
+    Secrets get 1024 random bytes under each referenced key; ConfigMaps a no-op script."""
+    secrets: dict[str, set[str]] = {}
+    configmaps: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if (key.endswith("ScriptRefs") or key == "configFileRefs") and isinstance(
+                    value, list
+                ):
+                    configmaps.update(str(ref["name"]) for ref in value)
+                elif key.endswith("KeyRef") and key != "jwksKeyRef" and isinstance(value, dict):
+                    secrets.setdefault(str(value["name"]), set()).add(str(value["key"]))
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for obj in objects:
+        if obj["apiVersion"].startswith(support.SLINKY_GROUP):
+            walk(obj.get("spec"))
+    for name, keys in secrets.items():
+        proc = support.kubectl(cluster, "get", "secret", name, "-n", namespace, "-o", "json")
+        have = set(json.loads(proc.stdout).get("data", {})) if proc.returncode == 0 else set()
+        missing = keys - have
+        if not missing:
+            continue
+        data = {k: base64.b64encode(os.urandom(1024)).decode() for k in missing}
+        cluster.apply([{
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace}, "data": data,
+        }])  # fmt: skip
+    for name in sorted(configmaps):
+        if support.kubectl(cluster, "get", "configmap", name, "-n", namespace).returncode != 0:
+            cluster.apply([{
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace},
+                "data": {f"{name}.sh": "#!/bin/sh\nexit 0\n"},
+            }])  # fmt: skip
+
+
+def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    def fetch() -> dict[str, Any] | None:
+        proc = support.kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "yaml")
+        return yaml.safe_load(proc.stdout) if proc.returncode == 0 else None
+
+    found = None
+
+    def missing() -> bool:
+        nonlocal found
+        found = fetch()
+        return found is None
+
+    support.wait_for(missing, 60, f"the operator to create {kind}/{name} in {namespace}")
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_operator_reconciles_release_and_slurmctld_loads_its_config(
+    op_cluster: Cluster,
+    helm: support.Helm,
+    manager: slinky_operator.Manager,
+    scenario: Scenario,
+    tmp_path: Path,
+) -> None:
+    namespace = re.sub(r"[^a-z0-9-]", "-", scenario.name.removeprefix("ci/"))
+    files = support.values_files(scenario)
+    helm.run(
+        "install", "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace",
+        *support.values_args(files),
+    )  # fmt: skip
+    objects = [
+        d
+        for d in yaml.safe_load_all(helm.run("get", "manifest", "sc", "-n", namespace).stdout)
+        if d
+    ]
+    controller = next(d for d in objects if d["kind"] == "Controller")
+    name = controller["metadata"]["name"]
+    spec = controller["spec"]
+    create_user_references(op_cluster, namespace, objects)
+
+    config = _wait_object(op_cluster, "configmap", f"{name}-config", namespace)
+    slurm_conf = config["data"]["slurm.conf"]
+    owners = {o["kind"] for o in config["metadata"].get("ownerReferences", [])}
+    assert "Controller" in owners, config["metadata"]
+    if not spec.get("external"):
+        _wait_object(op_cluster, "statefulset", f"{name}-controller", namespace)
+
+    values = _merged(scenario)
+    conf_files: dict[str, slurm.FileSource] = {}
+    # Config files and slurmctld's own prolog/epilog scripts sit beside slurm.conf (/etc/slurm).
+    refs = [*spec.get("configFileRefs", []), *spec.get("prologSlurmctldScriptRefs", []),
+            *spec.get("epilogSlurmctldScriptRefs", [])]  # fmt: skip
+    for ref in refs:
+        data = op_cluster.kubectl_json("get", "configmap", ref["name"], "-n", namespace)["data"]
+        conf_files.update(data)
+    keys = {
+        "slurm.key": spec.get("slurmKeyRef"),
+        "jwt.key": spec.get("jwtKeyRef") or spec.get("jwtHs256KeyRef"),
+    }
+    for file_name, ref in keys.items():
+        if ref:
+            conf_files[file_name] = slinky_operator.secret_value(
+                op_cluster, namespace, ref["name"], ref["key"]
+            )
+    conf_files["slurm.conf"] = localize(slurm_conf)
+    if isinstance(conf_files.get("gres.conf"), str):
+        conf_files["gres.conf"] = without_autodetect(str(conf_files["gres.conf"]))
+
+    accounting = next((d for d in objects if d["kind"] == "Accounting"), None)
+    if accounting is not None:
+        assert "AccountingStorageType=accounting_storage/slurmdbd" in slurm_conf, slurm_conf
+        db_service = f"{accounting['metadata']['name']}-accounting"  # the operator's ServiceKey
+        assert f"AccountingStorageHost={db_service}\n" in slurm_conf, slurm_conf
+        if accounting["spec"].get("external"):
+            # Nothing in the operator creates that name for an external slurmdbd: the chart must.
+            service = op_cluster.kubectl_json("get", "service", db_service, "-n", namespace)
+            assert service["spec"]["externalName"] == accounting["spec"]["externalConfig"]["host"]
+        enforce = (values.get("scheduling") or {}).get("accountingEnforce")
+        if enforce and not spec.get("external"):
+            assert f"AccountingStorageEnforce={','.join(enforce)}" in slurm_conf, slurm_conf
+    if spec.get("external"):
+        # slurmd and login pods take this file from an external slurmctld, which owns the
+        # partitions: the operator writes no NodeSet or partition lines for it.
+        host = spec["externalConfig"]["host"]
+        assert re.search(rf"^SlurmctldHost=.*{re.escape(host)}", slurm_conf, re.M), slurm_conf
+        wanted: dict[str, set[str]] = {}
+    else:
+        wanted = expected_partitions(values)
+    # Slurm nodes of an external slurmctld register there, not in this file's controller.
+    nodesets = [] if spec.get("external") else [d for d in objects if d["kind"] == "NodeSet"]
+    with slurm.slurmctld(conf_files, workdir=tmp_path / "slurmctld") as ctld:
+        members: dict[str, set[str]] = {}
+        for nodeset in nodesets:
+            short = slurm_nodeset_name(nodeset)
+            replicas = max(int(nodeset["spec"].get("replicas") or 0), 1)
+            for index in range(replicas):
+                host = f"{short}-{index}"
+                ctld.create_node(host, Features=short)
+                members[host] = {short}
+        got_parts = partitions_of(ctld)
+        assert set(got_parts) == set(wanted), (got_parts, wanted, slurm_conf)
+        for part, sets in wanted.items():
+            hosts = {h for h, owner in members.items() if owner & sets}
+            assert got_parts[part] == hosts, (part, got_parts[part], hosts)
+        topology_yaml = conf_files.get("topology.yaml")
+        if topology_yaml:
+            for topo in slurm_topo.parse_topology_yaml(str(topology_yaml)):
+                shown = ctld.show_topology(topo.name)
+                if isinstance(topo.model, slurm_topo.TreeTopology):
+                    slurm_topo.assert_tree_matches(shown, topo.model)
+                elif isinstance(topo.model, slurm_topo.BlockTopology):
+                    slurm_topo.assert_blocks_match(shown, topo.model)
+        records = slurm.parse_records(ctld.scontrol("show", "partition", "-o"))
+        shown_topology = {
+            r["PartitionName"]: r.get("Topology", "") for r in records if "PartitionName" in r
+        }
+        for part, topo_name in expected_partition_topology(values).items():
+            assert shown_topology.get(part) == topo_name, (part, shown_topology)
+
+
+def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
+    """Partition -> node names, from ``scontrol show partition`` (empty partitions included)."""
+    out: dict[str, set[str]] = {}
+    for record in slurm.parse_records(ctld.scontrol("show", "partition", "-o")):
+        if "PartitionName" not in record:  # "No partitions in the system"
+            continue
+        nodes = record.get("Nodes", "")
+        out[record["PartitionName"]] = (
+            set(ctld.hostnames(nodes)) if nodes not in ("", "(null)") else set()
+        )
+    return out
+
+
+def slurm_nodeset_name(nodeset: dict[str, Any]) -> str:
+    """The Slurm NodeSet (and Feature) name of a NodeSet: its pods' hostname prefix without the
+    trailing dash, else the object's name (the operator's rule, v1.2.1)."""
+    template = nodeset["spec"].get("template") or {}
+    hostname = str((template.get("spec") or {}).get("hostname") or template.get("hostname") or "")
+    if hostname.strip():
+        return hostname.split(maxsplit=1)[0].strip("-")
+    return str(nodeset["metadata"]["name"])
