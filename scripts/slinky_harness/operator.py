@@ -26,6 +26,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -37,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness.slurm import HARNESS_KEYS, FileSource
+from slinky_harness.slurm_chroot import MOUNT_POINT
 from slinky_harness.toolchain import (
     ToolError,
     cache_root,
@@ -306,6 +309,110 @@ def run_manager(
 def secret_value(cluster: Cluster, namespace: str, name: str, key: str) -> bytes:
     data = cluster.kubectl_json("get", "secret", name, "-n", namespace)["data"]
     return base64.b64decode(data[key])
+
+
+@contextlib.contextmanager
+def run_for_release(
+    cluster: Cluster, manifest: Sequence[dict[str, Any]], workdir: Path, *, deployment: str = ""
+) -> Iterator[Manager]:
+    """Run the manager as a slurm-operator release would: ``manifest`` is the release's objects
+    (``helm get manifest``); its operator Deployment gives the arguments and ServiceAccount."""
+
+    def is_manager(obj: dict[str, Any]) -> bool:
+        if obj.get("kind") != "Deployment":
+            return False
+        if deployment:
+            return bool(obj["metadata"]["name"] == deployment)
+        args = obj["spec"]["template"]["spec"]["containers"][0].get("args", [])
+        return any(a.startswith("--controller-workers") for a in args)  # the manager's own flag
+
+    found = [d for d in manifest if is_manager(d)]
+    if len(found) != 1:
+        raise OperatorUnavailable(f"expected one operator manager Deployment, found {len(found)}")
+    manager_deployment = found[0]
+    namespace = manager_deployment["metadata"]["namespace"]
+    account = manager_deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    kubeconfig = service_account_kubeconfig(
+        cluster, namespace, account, workdir / "kubeconfig.yaml"
+    )
+    with run_manager(
+        kubeconfig, chart_args(manager_deployment), workdir / "manager.log"
+    ) as running:
+        yield running
+
+
+# -- the operator's slurm.conf in the harness's slurmctld ----------------------------------------
+
+
+HARNESS_OWNED_PATHS = {"/etc/slurm/": f"{MOUNT_POINT}/etc/"}
+
+
+def localize(slurm_conf: str) -> str:
+    """The operator's slurm.conf for the chroot: the harness owns hosts, ports, auth and state
+    paths (dropped here), and the container paths move under the harness's mount."""
+    keep = []
+    for raw in slurm_conf.splitlines():
+        key = raw.split("=", 1)[0].strip().lower()
+        if key in HARNESS_KEYS:
+            continue
+        line = raw.replace("/etc/slurm/", f"{MOUNT_POINT}/etc/")
+        line = re.sub(r"/var/(log|spool)/slurm\w*", f"{MOUNT_POINT}/run", line)
+        if key in ("accountingstoragehost", "accountingstorageport"):
+            continue
+        # slurmctld 26.05 refuses to start before slurmdbd answers, and no slurmdbd (nor its
+        # MariaDB) runs here: the accounting lines are checked as text by the test instead.
+        keep.append(line.replace("accounting_storage/slurmdbd", "accounting_storage/none"))
+    lowered = slurm_conf.lower()
+    if "auth/jwt" in lowered and "jwt_key=" not in lowered:
+        # Without jwt_key Slurm reads <StateSaveLocation>/jwt_hs256.key; the harness owns that path.
+        keep.append(f"AuthAltParameters=jwt_key={MOUNT_POINT}/etc/jwt.key")
+    return "\n".join(keep) + "\n"
+
+
+def without_autodetect(gres_conf: str) -> str:
+    """gres.conf for emulated registrations: GPU autodetection (NVML, RSMI) runs in slurmd on a GPU
+    node; slurmctld refuses dynamic nodes made by ``scontrol create`` while it is set."""
+    return "".join(
+        line for line in gres_conf.splitlines(keepends=True)
+        if not line.strip().lower().startswith("autodetect=")
+    )  # fmt: skip
+
+
+def slurmctld_files(
+    cluster: Cluster, namespace: str, controller_spec: dict[str, Any], slurm_conf: str
+) -> dict[str, FileSource]:
+    """What the slurmctld pod would see in /etc/slurm: the operator's slurm.conf (localised),
+    the Controller's config files and slurmctld prolog/epilog scripts, and its key Secrets."""
+    files: dict[str, FileSource] = {}
+    refs = [
+        *controller_spec.get("configFileRefs", []),
+        *controller_spec.get("prologSlurmctldScriptRefs", []),
+        *controller_spec.get("epilogSlurmctldScriptRefs", []),
+    ]
+    for ref in refs:
+        files.update(cluster.kubectl_json("get", "configmap", ref["name"], "-n", namespace)["data"])
+    keys = {
+        "slurm.key": controller_spec.get("slurmKeyRef"),
+        "jwt.key": controller_spec.get("jwtKeyRef") or controller_spec.get("jwtHs256KeyRef"),
+    }
+    for file_name, ref in keys.items():
+        if ref:
+            files[file_name] = secret_value(cluster, namespace, ref["name"], ref["key"])
+    files["slurm.conf"] = localize(slurm_conf)
+    gres = files.get("gres.conf")
+    if isinstance(gres, str):
+        files["gres.conf"] = without_autodetect(gres)
+    return files
+
+
+def slurm_nodeset_name(nodeset: dict[str, Any]) -> str:
+    """The Slurm NodeSet (and Feature) name of a NodeSet: its pods' hostname prefix without the
+    trailing dash, else the object's name (the operator's rule, v1.2.1)."""
+    template = nodeset["spec"].get("template") or {}
+    hostname = str((template.get("spec") or {}).get("hostname") or template.get("hostname") or "")
+    if hostname.strip():
+        return hostname.split(maxsplit=1)[0].strip("-")
+    return str(nodeset["metadata"]["name"])
 
 
 # -- CLI --------------------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from slinky_harness import operator as slinky_operator
 from slinky_harness import slurm, slurm_topo
 from slinky_harness.charts import load_yaml
 from slinky_harness.controlplane import Cluster
-from slinky_harness.slurm_chroot import MOUNT_POINT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -87,17 +86,8 @@ def manager(
         for d in yaml.safe_load_all(helm.run("get", "manifest", "op", "-n", OPERATOR_NS).stdout)
         if d
     ]
-    deployment = next(
-        d for d in manifest
-        if d["kind"] == "Deployment" and d["metadata"]["name"] == "op-slurm-operator"
-    )  # fmt: skip
-    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     workdir = tmp_path_factory.mktemp("operator")
-    kubeconfig = slinky_operator.service_account_kubeconfig(
-        op_cluster, OPERATOR_NS, account, workdir / "kubeconfig.yaml"
-    )
-    args = slinky_operator.chart_args(deployment)
-    with slinky_operator.run_manager(kubeconfig, args, workdir / "manager.log") as running:
+    with slinky_operator.run_for_release(op_cluster, manifest, workdir) as running:
         yield running
     problems = running.problems(ignore=EXPECTED_NOISE)
     assert not problems, "operator log after all scenarios:\n" + "\n".join(problems[:20])
@@ -154,37 +144,6 @@ def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
         if merged.get("enabled", True) and merged.get("topology"):
             out[name] = str(merged["topology"])
     return out
-
-
-def localize(slurm_conf: str) -> str:
-    """The operator's slurm.conf for the chroot: the harness owns hosts, ports, auth and state
-    paths (dropped here), and the container paths move under the harness's mount."""
-    keep = []
-    for raw in slurm_conf.splitlines():
-        key = raw.split("=", 1)[0].strip().lower()
-        if key in slurm.HARNESS_KEYS:
-            continue
-        line = raw.replace("/etc/slurm/", f"{MOUNT_POINT}/etc/")
-        line = re.sub(r"/var/(log|spool)/slurm\w*", f"{MOUNT_POINT}/run", line)
-        if key in ("accountingstoragehost", "accountingstorageport"):
-            continue
-        # slurmctld 26.05 refuses to start before slurmdbd answers, and no slurmdbd (nor its
-        # MariaDB) runs here: the accounting lines are checked as text by the test instead.
-        keep.append(line.replace("accounting_storage/slurmdbd", "accounting_storage/none"))
-    lowered = slurm_conf.lower()
-    if "auth/jwt" in lowered and "jwt_key=" not in lowered:
-        # Without jwt_key Slurm reads <StateSaveLocation>/jwt_hs256.key; the harness owns that path.
-        keep.append(f"AuthAltParameters=jwt_key={MOUNT_POINT}/etc/jwt.key")
-    return "\n".join(keep) + "\n"
-
-
-def without_autodetect(gres_conf: str) -> str:
-    """gres.conf for emulated registrations: GPU autodetection (NVML, RSMI) runs in slurmd on a GPU
-    node; slurmctld refuses dynamic nodes made by ``scontrol create`` while it is set."""
-    return "".join(
-        line for line in gres_conf.splitlines(keepends=True)
-        if not line.strip().lower().startswith("autodetect=")
-    )  # fmt: skip
 
 
 def create_user_references(cluster: Cluster, namespace: str, objects: list[dict[str, Any]]) -> None:
@@ -280,25 +239,7 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(
         _wait_object(op_cluster, "statefulset", f"{name}-controller", namespace)
 
     values = _merged(scenario)
-    conf_files: dict[str, slurm.FileSource] = {}
-    # Config files and slurmctld's own prolog/epilog scripts sit beside slurm.conf (/etc/slurm).
-    refs = [*spec.get("configFileRefs", []), *spec.get("prologSlurmctldScriptRefs", []),
-            *spec.get("epilogSlurmctldScriptRefs", [])]  # fmt: skip
-    for ref in refs:
-        data = op_cluster.kubectl_json("get", "configmap", ref["name"], "-n", namespace)["data"]
-        conf_files.update(data)
-    keys = {
-        "slurm.key": spec.get("slurmKeyRef"),
-        "jwt.key": spec.get("jwtKeyRef") or spec.get("jwtHs256KeyRef"),
-    }
-    for file_name, ref in keys.items():
-        if ref:
-            conf_files[file_name] = slinky_operator.secret_value(
-                op_cluster, namespace, ref["name"], ref["key"]
-            )
-    conf_files["slurm.conf"] = localize(slurm_conf)
-    if isinstance(conf_files.get("gres.conf"), str):
-        conf_files["gres.conf"] = without_autodetect(str(conf_files["gres.conf"]))
+    conf_files = slinky_operator.slurmctld_files(op_cluster, namespace, spec, slurm_conf)
 
     accounting = next((d for d in objects if d["kind"] == "Accounting"), None)
     if accounting is not None:
@@ -325,7 +266,7 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(
     with slurm.slurmctld(conf_files, workdir=tmp_path / "slurmctld") as ctld:
         members: dict[str, set[str]] = {}
         for nodeset in nodesets:
-            short = slurm_nodeset_name(nodeset)
+            short = slinky_operator.slurm_nodeset_name(nodeset)
             replicas = max(int(nodeset["spec"].get("replicas") or 0), 1)
             for index in range(replicas):
                 host = f"{short}-{index}"
@@ -363,13 +304,3 @@ def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
             set(ctld.hostnames(nodes)) if nodes not in ("", "(null)") else set()
         )
     return out
-
-
-def slurm_nodeset_name(nodeset: dict[str, Any]) -> str:
-    """The Slurm NodeSet (and Feature) name of a NodeSet: its pods' hostname prefix without the
-    trailing dash, else the object's name (the operator's rule, v1.2.1)."""
-    template = nodeset["spec"].get("template") or {}
-    hostname = str((template.get("spec") or {}).get("hostname") or template.get("hostname") or "")
-    if hostname.strip():
-        return hostname.split(maxsplit=1)[0].strip("-")
-    return str(nodeset["metadata"]["name"])
