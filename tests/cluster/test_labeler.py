@@ -11,6 +11,7 @@ and by token.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +62,10 @@ def lab(
     with support.labeler_lab(tmp_path_factory.mktemp("labeler-lab")) as running:
         yield running
         reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"\nlabeler cluster tests: {support.env_summary(running)}")
+        capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(f"\nlabeler cluster tests: {support.env_summary(running)}")
 
 
 @pytest.fixture(scope="module")
@@ -199,11 +202,13 @@ def test_slurmctld_accepts_every_annotation_and_places_nodes_by_their_labels(
     assert ctld.info.slurm_version.startswith("26.05"), ctld.info.slurm_version
     specs = {n: s for n, s in _annotations(lab).items() if n in gpu}
     assert len(specs) == len(gpu) == 1008
+    started = time.monotonic()
     code, err = support.scontrol_batch(
         ctld, [f"create NodeName={n} CPUs=1 State=CLOUD" for n in sorted(specs)]
     )
     assert code == 0, err[:2000]
     _apply_in_slurm(ctld, specs)
+    lab.timings["slurmctld create + update 1,008 nodes"] = time.monotonic() - started
 
     # Slurm's own view against the fleet's labels (not against the labeler's output)
     switches = read_tree(ctld.show_topology("fabric"))
