@@ -24,6 +24,8 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import http.client
+import http.server
 import json
 import os
 import re
@@ -32,7 +34,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -206,6 +210,89 @@ def service_account_kubeconfig(
     return dest
 
 
+# -- Service names for a process outside the cluster -----------------------------------------
+
+
+class ServiceProxy:
+    """An HTTP forward proxy that stands in for cluster DNS and kube-proxy for one local process.
+
+    The operator reaches slurmrestd at ``http://<restapi>-restapi.<namespace>:6820``; outside a
+    pod that name resolves nowhere. Run the operator with ``HTTP_PROXY`` set to :attr:`url` (Go's
+    HTTP client honours it for ``http://`` URLs and never proxies loopback, so the API server on
+    127.0.0.1 is reached directly), then :meth:`route` each ``host:port`` to a local port.
+    Unknown hosts get ``502``.
+    """
+
+    def __init__(self) -> None:
+        self.routes: dict[str, int] = {}
+        self.requests: list[tuple[str, str, int]] = []
+        """(method, URL, status) of every request, for test assertions."""
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _forward(self) -> None:
+                url = urllib.parse.urlsplit(self.path)
+                target = proxy.routes.get(f"{url.hostname}:{url.port or 80}")
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if target is None:
+                    self._reply(502, b"no route", {})
+                    proxy.requests.append((self.command, self.path, 502))
+                    return
+                conn = http.client.HTTPConnection("127.0.0.1", target, timeout=60)
+                try:
+                    headers = {
+                        k: v for k, v in self.headers.items() if k.lower() != "proxy-connection"
+                    }
+                    path = url.path + (f"?{url.query}" if url.query else "")
+                    conn.request(self.command, path, body=body, headers=headers)
+                    answer = conn.getresponse()
+                    data = answer.read()
+                    keep = {k: v for k, v in answer.getheaders()
+                            if k.lower() not in ("transfer-encoding", "connection", "content-length")}  # fmt: skip
+                    self._reply(answer.status, data, keep)
+                    proxy.requests.append((self.command, self.path, answer.status))
+                except OSError as exc:
+                    self._reply(502, str(exc).encode(), {})
+                    proxy.requests.append((self.command, self.path, 502))
+                finally:
+                    conn.close()
+
+            def _reply(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def route(self, host_port: str, local_port: int) -> None:
+        self.routes[host_port] = local_port
+
+    def __enter__(self) -> ServiceProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 # -- running the manager ----------------------------------------------------------------------
 
 
@@ -313,7 +400,12 @@ def secret_value(cluster: Cluster, namespace: str, name: str, key: str) -> bytes
 
 @contextlib.contextmanager
 def run_for_release(
-    cluster: Cluster, manifest: Sequence[dict[str, Any]], workdir: Path, *, deployment: str = ""
+    cluster: Cluster,
+    manifest: Sequence[dict[str, Any]],
+    workdir: Path,
+    *,
+    deployment: str = "",
+    proxy: ServiceProxy | None = None,
 ) -> Iterator[Manager]:
     """Run the manager as a slurm-operator release would: ``manifest`` is the release's objects
     (``helm get manifest``); its operator Deployment gives the arguments and ServiceAccount."""
@@ -335,16 +427,16 @@ def run_for_release(
     kubeconfig = service_account_kubeconfig(
         cluster, namespace, account, workdir / "kubeconfig.yaml"
     )
-    with run_manager(
-        kubeconfig, chart_args(manager_deployment), workdir / "manager.log"
-    ) as running:
+    # Go's HTTP client honours HTTP_PROXY for http:// URLs (slurmrestd) and never proxies loopback.
+    env = (
+        {"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1,localhost"} if proxy is not None else None
+    )
+    args = chart_args(manager_deployment)
+    with run_manager(kubeconfig, args, workdir / "manager.log", env=env) as running:
         yield running
 
 
 # -- the operator's slurm.conf in the harness's slurmctld ----------------------------------------
-
-
-HARNESS_OWNED_PATHS = {"/etc/slurm/": f"{MOUNT_POINT}/etc/"}
 
 
 def localize(slurm_conf: str) -> str:

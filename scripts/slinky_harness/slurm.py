@@ -363,6 +363,15 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _answers(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 def _allocate_port() -> int:
     with _ports_lock:
         for _ in range(1000):
@@ -420,6 +429,8 @@ class SlurmCtld:
         self.slurmd_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._slurmds: dict[str, subprocess.Popen[bytes]] = {}
+        self._restd: subprocess.Popen[bytes] | None = None
+        self.restd_port = 0
         self._pid = 0
 
     # --- processes -------------------------------------------------------------------------------
@@ -615,6 +626,38 @@ class SlurmCtld:
             if proc is not None:
                 _stop_group(proc, grace=5.0)
 
+    # --- slurmrestd ------------------------------------------------------------------------------
+
+    def start_slurmrestd(self, timeout: float = 20.0) -> int:
+        """Start slurmrestd (JWT auth, as ``nobody``) for this controller; return its local port.
+
+        Callers authenticate with ``X-SLURM-USER-TOKEN`` (a JWT signed with the ``jwt.key`` that
+        slurm.conf's ``AuthAltParameters`` names). Stopped with slurmctld.
+        """
+        if self._restd is not None:
+            return self.restd_port
+        self.restd_port = _allocate_port()
+        argv = ["/usr/sbin/slurmrestd", "-u", "65534", "-g", "65534", "-a", "rest_auth/jwt",
+                f"127.0.0.1:{self.restd_port}"]  # fmt: skip
+        with (self.workdir / "slurmrestd.log").open("wb") as err:
+            self._restd = subprocess.Popen(
+                self._argv(argv, own_pids=True, shell_init=True),
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                # SLURM_JWT=daemon: slurmrestd accepts callers' tokens (Slurm's REST quick start).
+                env={**CHROOT_ENV, "SLURM_CONF": CONF_PATH, "SLURM_JWT": "daemon"},
+                preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; unshare is root)
+            )
+        deadline = time.monotonic() + timeout
+        while not _answers(self.restd_port):
+            if self._restd.poll() is not None or time.monotonic() > deadline:
+                log = (self.workdir / "slurmrestd.log").read_text(errors="replace")
+                raise SlurmctldStartError("slurmrestd did not start", log, self._restd.poll())
+            time.sleep(0.1)
+        return self.restd_port
+
     # --- configuration ---------------------------------------------------------------------------
 
     def write_file(self, name: str, content: FileSource) -> None:
@@ -750,6 +793,10 @@ class SlurmCtld:
         Returns slurmctld's exit status.
         """
         self.stop_slurmd()
+        if self._restd is not None:
+            _stop_group(self._restd, grace=5.0)
+            _release_ports(self.restd_port)
+            self._restd = None
         proc = self._proc
         if proc is None:
             return None

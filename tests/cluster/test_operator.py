@@ -13,10 +13,12 @@ TokenRequest token), so the chart's RBAC is what it is allowed. For each scenari
   ask for, each holding the NodeSets it names, and ``scontrol show topology`` the values'
   topology.yaml.
 
-Nothing answers as slurmrestd here, so the operator's NodeSet reconcile stops at its first Slurm
-call (the maintenance reservation lookup); those lines are expected and ignored, and NodeSet pods
-are not created. Marked ``operator``: ``nox -s cluster`` runs these only where the operator can be
-built (see ``slinky_harness.operator``).
+NodeSet pods: the operator asks slurmrestd before it creates them, so once slurmctld runs, a real
+slurmrestd (same chroot) answers under the RestApi's Service name through
+``slinky_harness.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
+then land only on nodes matching the NodeSet's selector and GPU request (kwok runs them).
+Marked ``operator``: ``nox -s cluster`` runs these only where the operator can be built (see
+``slinky_harness.operator``); elsewhere it prints one line saying why.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ FLEET = support.REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 OPERATOR_NS = "slinky"
 SCENARIOS = [s for s in support.chart_scenarios() if s.chart == "slurm-cluster"]
 CLUSTER_CHART = support.CHARTS["slurm-cluster"]
-# The operator's NodeSet reconcile asks slurmrestd first; nothing serves it under kwok.
-EXPECTED_NOISE = ("no such host", "connection refused", "context canceled")
+# Until a scenario's slurmrestd is routed (and after it stops), the operator's Slurm calls fail.
+EXPECTED_NOISE = ("Bad Gateway", "no such host", "connection refused", "context canceled")
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +72,17 @@ def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> suppo
 
 
 @pytest.fixture(scope="module")
+def proxy() -> Iterator[slinky_operator.ServiceProxy]:
+    with slinky_operator.ServiceProxy() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
 def manager(
-    op_cluster: Cluster, helm: support.Helm, tmp_path_factory: pytest.TempPathFactory
+    op_cluster: Cluster,
+    helm: support.Helm,
+    proxy: slinky_operator.ServiceProxy,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[slinky_operator.Manager]:
     chart = support.CHARTS["slurm-operator"]
     files = support.values_files(
@@ -87,7 +98,7 @@ def manager(
         if d
     ]
     workdir = tmp_path_factory.mktemp("operator")
-    with slinky_operator.run_for_release(op_cluster, manifest, workdir) as running:
+    with slinky_operator.run_for_release(op_cluster, manifest, workdir, proxy=proxy) as running:
         yield running
     problems = running.problems(ignore=EXPECTED_NOISE)
     assert not problems, "operator log after all scenarios:\n" + "\n".join(problems[:20])
@@ -208,15 +219,22 @@ def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
-def test_operator_reconciles_release_and_slurmctld_loads_its_config(
+def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
     helm: support.Helm,
     manager: slinky_operator.Manager,
+    proxy: slinky_operator.ServiceProxy,
     scenario: Scenario,
     tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     namespace = re.sub(r"[^a-z0-9-]", "-", scenario.name.removeprefix("ci/"))
     files = support.values_files(scenario)
+    request.addfinalizer(
+        lambda: helm.run(
+            "uninstall", "sc", "-n", namespace, "--wait", "--timeout", "60s", check=False
+        )
+    )
     helm.run(
         "install", "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace",
         *support.values_args(files),
@@ -285,12 +303,84 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(
                     slurm_topo.assert_tree_matches(shown, topo.model)
                 elif isinstance(topo.model, slurm_topo.BlockTopology):
                     slurm_topo.assert_blocks_match(shown, topo.model)
+        restapi = next((d for d in objects if d["kind"] == "RestApi"), None)
+        if restapi is not None and nodesets:
+            # slurmrestd of this controller, reachable under the RestApi's Service name: the
+            # operator's NodeSet reconcile asks Slurm before it creates pods.
+            service = f"{restapi['metadata']['name']}-restapi.{namespace}:6820"
+            proxy.route(service, ctld.start_slurmrestd())
+            for nodeset in nodesets:
+                assert_nodeset_pods_placed(op_cluster, namespace, nodeset)
         records = slurm.parse_records(ctld.scontrol("show", "partition", "-o"))
         shown_topology = {
             r["PartitionName"]: r.get("Topology", "") for r in records if "PartitionName" in r
         }
         for part, topo_name in expected_partition_topology(values).items():
             assert shown_topology.get(part) == topo_name, (part, shown_topology)
+
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+
+
+def _pods_of(cluster: Cluster, namespace: str, owner: str) -> list[dict[str, Any]]:
+    pods = cluster.kubectl_json("get", "pods", "-n", namespace)["items"]
+    return [
+        p for p in pods
+        if any(o["kind"] == "NodeSet" and o["name"] == owner
+               for o in p["metadata"].get("ownerReferences", []))
+    ]  # fmt: skip
+
+
+def _fits(node: dict[str, Any], selector: dict[str, str], requests: dict[str, str]) -> bool:
+    labels = node["metadata"].get("labels", {})
+    if any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    capacity = node["status"].get("capacity", {})
+    return all(
+        int(capacity.get(r, "0")) >= int(requests[r]) for r in GPU_RESOURCES if r in requests
+    )
+
+
+def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[str, Any]) -> None:
+    """The operator creates the NodeSet's pods, and the scheduler puts each only on a node whose
+    labels match the NodeSet's nodeSelector and whose capacity has the GPUs the pod requests;
+    where the fleet has no such node the pods stay unscheduled."""
+    name = nodeset["metadata"]["name"]
+    template = nodeset["spec"].get("template", {}).get("spec", {})
+    selector = template.get("nodeSelector", {})
+    daemonset = nodeset["spec"].get("scalingMode") == "DaemonSet"
+    replicas = int(nodeset["spec"].get("replicas") or 0)
+    nodes = cluster.kubectl_json("get", "nodes")["items"]
+
+    def settled() -> str:
+        pods = _pods_of(cluster, namespace, name)
+        if not daemonset and len(pods) < replicas:
+            return f"{len(pods)}/{replicas} pods"
+        waiting = [
+            p["metadata"]["name"] for p in pods
+            if not p["spec"].get("nodeName") and not any(
+                c["type"] == "PodScheduled" and c["status"] == "False"
+                for c in p.get("status", {}).get("conditions", [])
+            )
+        ]  # fmt: skip
+        return f"pods not yet scheduled or refused: {waiting}" if waiting else ""
+
+    if replicas or daemonset:
+        support.wait_for(settled, 90, f"NodeSet {name}'s pods to be created and scheduled")
+    pods = _pods_of(cluster, namespace, name)
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    placed = [p for p in pods if p["spec"].get("nodeName")]
+    for pod in placed:
+        container = next(c for c in pod["spec"]["containers"] if c["name"] == "slurmd")
+        requests = {**container.get("resources", {}).get("limits", {}),
+                    **container.get("resources", {}).get("requests", {})}  # fmt: skip
+        node = by_name[pod["spec"]["nodeName"]]
+        assert _fits(node, selector, requests), (pod["metadata"]["name"], node["metadata"]["name"])
+    some_node_fits = any(_fits(n, selector, {}) for n in nodes)
+    if pods and some_node_fits:
+        assert placed, f"no pod of {name} was scheduled though nodes match {selector}"
+    if not some_node_fits:
+        assert not placed, f"pods of {name} landed although no node matches {selector}"
 
 
 def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
