@@ -12,11 +12,17 @@
    slurm-cluster gets a GB200 NodeSet and the topology that ``slinky-topology`` generates from
    the *live* Node labels (preset ``topograph``); the nodes get the
    ``topology.slinky.slurm.net/spec`` annotations that the gpu-topology-labeler would write.
-4. The Slinky operator itself is not run (see ``OPERATOR_NOT_RUN``). A real slurmctld 26.05
-   (Debian sid chroot) instead loads the harness's own slurm.conf made from the installed objects
-   (the Controller's ``extraConf``, the NodeSet's partition, the chart's topology.yaml) and one
-   dynamic node per Kubernetes node placed by its annotation; the report shows ``sinfo``,
-   ``scontrol show topology`` and where an 18-node job lands.
+4. Where it can be built (``slinky_harness.operator.ensure_operator``), the real Slinky operator
+   v1.2.1 manager runs as a local process with the chart Deployment's arguments, as the chart's
+   ServiceAccount (so the chart's RBAC is what it may do), and reconciles the installed
+   Controller into its ``slurm.conf`` ConfigMap. Where no source exists, or with
+   ``--no-operator``, it is not run (``OPERATOR_NOT_RUN`` says why and how to unblock) and the
+   harness writes a slurm.conf from the installed objects instead.
+5. A real slurmctld 26.05 (Debian sid chroot) loads that slurm.conf (the operator's, localised
+   for the chroot, with the Controller's config files and keys; else the harness's) plus one
+   dynamic node per Kubernetes node, featured with its Slurm NodeSet name and placed by its
+   annotation; the report shows ``sinfo``, ``scontrol show topology`` and where an 18-node job
+   lands.
 
 ``--keep`` leaves the cluster and its releases running and prints the kubeconfig.
 """
@@ -41,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness import charts, helm, kubeschema, manifests
+from slinky_harness import operator as slinky_operator
 from slinky_topology import cli as topology_cli
 from slinky_topology import hostlist
 from slinky_topology.errors import TopologyError
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
 
     from slinky_harness.controlplane import Cluster
     from slinky_harness.fleet import Fleet
+    from slinky_harness.slurm import FileSource
     from slinky_topology.model import Fabric
 
 REGISTRY = "registry.demo.invalid"
@@ -73,10 +81,22 @@ SLURM = ("slurm", "slurm")
 HELM_TIMEOUT = "120s"
 
 OPERATOR_NOT_RUN = (
-    "operator: NOT RUN - the Slinky operator v1.2.1 cannot be fetched here (the Go module proxy "
-    "answers 403), so nothing reconciles Controller/NodeSet; its pods are kwok fakes and any "
-    "slurm.conf shown is the harness's, not the operator's"
+    f"operator: NOT RUN - the Slinky operator {slinky_operator.VERSION} cannot be built here (the "
+    f"Go module proxy refuses {slinky_operator.MODULE} and {slinky_operator.SOURCE_ENV} names no "
+    "checkout), so nothing reconciles Controller/NodeSet, its pods are kwok fakes and the "
+    "slurm.conf below is the harness's, not the operator's; unblock: set "
+    f"{slinky_operator.SOURCE_ENV} (and {slinky_operator.CLIENT_SOURCE_ENV} if the proxy refuses "
+    f"{slinky_operator.CLIENT_MODULE} too) to {slinky_operator.VERSION} checkouts, or use a Go "
+    "module proxy that serves the module"
 )
+OPERATOR_SKIPPED = (
+    "operator: NOT RUN (--no-operator), so nothing reconciles Controller/NodeSet, its pods are "
+    "kwok fakes and the slurm.conf below is the harness's, not the operator's"
+)
+OPERATOR_LOG_NOISE = ("no such host", "connection refused", "context canceled")
+"""Operator log lines that are expected under kwok: nothing serves slurmrestd, so the NodeSet
+reconcile stops at its first Slurm call."""
+OPERATOR_TIMEOUT = 60.0
 
 OPERATOR_VALUES: dict[str, Any] = {
     # No webhook server answers under kwok (the pods are fakes). With the chart's
@@ -326,7 +346,148 @@ def annotate(cluster: Cluster, annotations: dict[str, str]) -> None:
         cluster.kubectl("annotate", "--overwrite", "node", *nodes, f"{SPEC_ANNOTATION}={spec}")
 
 
-# --- step 4: slurmctld on the installed objects --------------------------------------------------
+# --- step 4: the real operator -------------------------------------------------------------------
+
+
+@dataclass
+class OperatorRun:
+    """The operator's manager running for the slurm-operator release, and what it wrote."""
+
+    manager: slinky_operator.Manager
+    source: str
+    identity: str
+    account: str
+    config_map: str = ""
+    statefulset: str = ""
+    slurm_conf: str = ""
+
+
+def whoami(cluster: Cluster, kubeconfig: Path) -> str:
+    """The user the API server authenticates for ``kubeconfig`` (``kubectl auth whoami``)."""
+    proc = subprocess.run(
+        [
+            str(cluster.bindir / "kubectl"),
+            f"--kubeconfig={kubeconfig}",
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+        capture_output=True,
+        text=True,
+        env=cluster.env(),
+        timeout=60,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise DemoError(
+            f"kubectl auth whoami with the operator's kubeconfig: {proc.stderr.strip()}"
+        )
+    return proc.stdout.strip()
+
+
+def start_operator(
+    installer: Installer, stack: contextlib.ExitStack, bindir: Path, workdir: Path
+) -> OperatorRun:
+    """Run the manager for the installed slurm-operator release; it stops when ``stack`` closes."""
+    release, namespace = OPERATOR
+    text = installer.helm("get", "manifest", release, "--namespace", namespace)
+    manifest = [d for d in yaml.safe_load_all(text) if d]
+    try:
+        manager = stack.enter_context(
+            slinky_operator.run_for_release(installer.cluster, manifest, workdir)
+        )
+    except slinky_operator.OperatorUnavailable as exc:
+        raise DemoError(f"operator: {exc}") from exc
+    accounts = {
+        f"system:serviceaccount:{d['metadata']['namespace']}:{d['metadata']['name']}"
+        for d in manifest
+        if d.get("kind") == "ServiceAccount"
+    }
+    identity = whoami(installer.cluster, workdir / "kubeconfig.yaml")
+    if identity not in accounts:
+        raise DemoError(
+            f"operator: runs as {identity!r}, not as one of the chart's ServiceAccounts "
+            f"{sorted(accounts)}"
+        )
+    return OperatorRun(
+        manager=manager,
+        source=(bindir / "SOURCE").read_text().strip(),
+        identity=identity,
+        account=identity.rsplit(":", 1)[-1],
+    )
+
+
+def wait_for_operator(
+    cluster: Cluster, run: OperatorRun, controller: str, nodesets: Sequence[str], namespace: str
+) -> None:
+    """Wait until the operator has written the Controller's ConfigMap (with a ``NodeSet=`` line per
+    Slurm NodeSet) and StatefulSet; keep the ConfigMap's slurm.conf in ``run``."""
+    from slinky_harness.controlplane import wait_until  # noqa: PLC0415
+
+    config_map = f"{controller}-config"
+    statefulset = f"{controller}-controller"
+
+    def written(kind: str, name: str) -> dict[str, Any] | None:
+        if not run.manager.alive():
+            raise DemoError(
+                f"operator: the manager exited ({run.manager.proc.returncode}); "
+                f"see {run.manager.log_path}"
+            )
+        text = cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+        found: dict[str, Any] | None = json.loads(text) if text.strip() else None
+        return found
+
+    def conf_ready() -> str:
+        found = written("configmap", config_map)
+        conf = str(((found or {}).get("data") or {}).get("slurm.conf", ""))
+        lines = set(conf.splitlines())
+        if all(any(x.startswith(f"NodeSet={n} ") for x in lines) for n in nodesets):
+            return conf
+        return ""
+
+    what = f"the operator to write ConfigMap {namespace}/{config_map} with NodeSet {nodesets}"
+    run.slurm_conf = wait_until(conf_ready, OPERATOR_TIMEOUT, what)
+    owner = written("configmap", config_map) or {}
+    owners = {o["kind"] for o in owner.get("metadata", {}).get("ownerReferences") or []}
+    if "Controller" not in owners:
+        raise DemoError(f"ConfigMap {namespace}/{config_map} is not owned by a Controller")
+    what = f"the operator to write StatefulSet {namespace}/{statefulset}"
+    wait_until(lambda: written("statefulset", statefulset), OPERATOR_TIMEOUT, what)
+    run.config_map = f"{namespace}/{config_map}"
+    run.statefulset = f"{namespace}/{statefulset}"
+
+
+def operator_line(run: OperatorRun, slurm_loaded: bool) -> str:
+    """The report's operator line, after checking its log: no RBAC denial, no schema error."""
+    if not run.manager.alive():
+        raise DemoError(
+            f"operator: the manager exited ({run.manager.proc.returncode}); "
+            f"see {run.manager.log_path}"
+        )
+    problems = run.manager.problems(ignore=OPERATOR_LOG_NOISE)
+    if problems:
+        raise DemoError(
+            f"operator: {len(problems)} RBAC or schema problems in {run.manager.log_path}; "
+            f"first: {problems[0]}"
+        )
+    log = run.manager.log_path.read_text(errors="replace").splitlines()
+    noise = sum(1 for line in log if any(n in line for n in OPERATOR_LOG_NOISE))
+    loaded = (
+        "its slurm.conf is the one slurmctld loads below"
+        if slurm_loaded
+        else "slurmctld not started (--no-slurm)"
+    )
+    return (
+        f"operator: RAN the Slinky slurm-operator {slinky_operator.VERSION} manager, built from "
+        f"{run.source}, as {run.identity} (the chart's ServiceAccount {run.account}: TokenRequest "
+        f"token, the chart Deployment's args); {len(log)} log lines, no RBAC denial or schema "
+        f"error ({noise} expected slurmrestd-unreachable lines under kwok); it wrote ConfigMap "
+        f"{run.config_map} (owner: the Controller) and StatefulSet {run.statefulset}; {loaded}"
+    )
+
+
+# --- step 5: slurmctld on the installed objects --------------------------------------------------
 
 
 def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, Any]:
@@ -344,7 +505,7 @@ def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, A
     for item in nodesets:
         spec = item["spec"]
         pod = spec.get("template", {}).get("spec", {})
-        name = str(pod.get("hostname") or item["metadata"]["name"]).rstrip("-")
+        name = slinky_operator.slurm_nodeset_name(item)
         selector = pod.get("nodeSelector") or {}
         members = [
             n
@@ -353,6 +514,7 @@ def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, A
         ]
         groups.append((name, spec.get("partition") or {}, members))
     return {
+        "controller": controller,
         "extraConf": controller["spec"].get("extraConf", ""),
         "topology.yaml": topology_yaml,
         "nodesets": groups,
@@ -375,14 +537,59 @@ def harness_slurm_conf(inputs: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n" + str(inputs["extraConf"])
 
 
-def run_slurm(inputs: dict[str, Any], workdir: Path) -> list[str]:
-    """Load the installed configuration into a real slurmctld; return report lines."""
+def operator_slurm_files(
+    cluster: Cluster, inputs: dict[str, Any], run: OperatorRun, namespace: str
+) -> tuple[dict[str, FileSource], str]:
+    """The operator's slurm.conf (localised) and the Controller's files; and whose they are."""
+    files = slinky_operator.slurmctld_files(
+        cluster, namespace, inputs["controller"]["spec"], run.slurm_conf
+    )
+    kept = {line.split("=", 1)[0] for line in str(files["slurm.conf"]).splitlines()}
+    dropped = sorted(
+        {
+            key
+            for line in run.slurm_conf.splitlines()
+            if "=" in line and (key := line.split("=", 1)[0]) not in kept
+        }
+    )
+    others = ", ".join(sorted(n for n in files if n != "slurm.conf"))
+    accounting = (
+        "; accounting_storage/slurmdbd -> none, no slurmdbd here"
+        if "accounting_storage/slurmdbd" in run.slurm_conf
+        else ""
+    )
+    origin = (
+        f"the operator's slurm.conf from ConfigMap {run.config_map}, localised (harness owns "
+        f"{', '.join(dropped)}; container paths under the chroot mount{accounting}), "
+        f"with {others}"
+    )
+    return files, origin
+
+
+def harness_slurm_files(inputs: dict[str, Any]) -> tuple[dict[str, FileSource], str]:
+    """The harness's own slurm.conf and the chart's topology.yaml; and whose they are."""
+    files: dict[str, FileSource] = {
+        "slurm.conf": harness_slurm_conf(inputs),
+        "topology.yaml": inputs["topology.yaml"],
+    }
+    return files, "the harness's slurm.conf (not the operator's), with topology.yaml"
+
+
+def run_slurm(
+    inputs: dict[str, Any], files: dict[str, FileSource], origin: str, workdir: Path
+) -> list[str]:
+    """Load ``files`` into a real slurmctld, add the dynamic nodes; return report lines."""
     from slinky_harness import slurm  # noqa: PLC0415 - heavy, optional step
 
     root = slurm.ensure_chroot()
-    files = {"slurm.conf": harness_slurm_conf(inputs), "topology.yaml": inputs["topology.yaml"]}
-    lines = [f"slurmctld {slurm.chroot_info(root).slurm_version} (Debian sid chroot):"]
+    version = slurm.chroot_info(root).slurm_version
+    lines = [f"slurmctld {version} (Debian sid chroot) on {origin}:"]
+    given = str(files["slurm.conf"])
+    topology_yaml = str(files.get("topology.yaml", ""))
     with slurm.slurmctld(files, root=root, workdir=workdir) as ctld:
+        loaded = (ctld.etc_dir / "slurm.conf").read_text()
+        if not loaded.endswith("\n\n" + given.rstrip("\n") + "\n"):
+            raise DemoError(f"slurmctld's {ctld.etc_dir / 'slurm.conf'} is not the one given")
         placed = 0
         for name, _, members in inputs["nodesets"]:
             by_spec: dict[str, list[str]] = defaultdict(list)
@@ -404,17 +611,13 @@ def run_slurm(inputs: dict[str, Any], workdir: Path) -> list[str]:
         )
         lines.append("  $ sinfo")
         lines += [f"    {row}" for row in ctld.sinfo().rstrip().splitlines()]
-        topologies = slurm.topology_names(inputs["topology.yaml"])
+        topologies = slurm.topology_names(topology_yaml)
         for topology in topologies:
             lines.append(f"  $ scontrol show topology {topology}")
             shown = ctld.show_topology(topology).rstrip().splitlines()
             lines += [f"    {_shorten(row)}" for row in shown]
         default = next(
-            (
-                t.name
-                for t in parse_topology_yaml(inputs["topology.yaml"]).topologies
-                if t.cluster_default
-            ),
+            (t.name for t in parse_topology_yaml(topology_yaml).topologies if t.cluster_default),
             None,
         )
         for record in slurm.parse_records(ctld.scontrol("show", "partition", "-o")):
@@ -473,12 +676,21 @@ def _workdir(args: argparse.Namespace) -> Iterator[Path]:
 def run_cluster(
     args: argparse.Namespace, fabric: Fabric, static_topology: str, work: Path
 ) -> list[str]:
-    """Steps 2-4; return report lines. With ``--keep`` the cluster stays up."""
+    """Steps 2-5; return report lines. With ``--keep`` the cluster stays up."""
     from slinky_harness import controlplane, toolchain  # noqa: PLC0415
 
     lines: list[str] = []
     fleet = fleet_from_fabric(fabric)
     helm_binary = toolchain.ensure("helm")
+    operator_bin: Path | None = None
+    not_run = OPERATOR_SKIPPED
+    if not args.no_operator:
+        try:
+            operator_bin = slinky_operator.ensure_operator()
+        except slinky_operator.OperatorNotObtainable:
+            not_run = OPERATOR_NOT_RUN
+        except slinky_operator.OperatorUnavailable as exc:
+            raise DemoError(f"operator: {exc}") from exc
     stack = contextlib.ExitStack()
     with stack:
         cluster = stack.enter_context(
@@ -492,6 +704,14 @@ def run_cluster(
         operator_values = work / "slurm-operator-values.yaml"
         operator_values.write_text(yaml.safe_dump(OPERATOR_VALUES, sort_keys=False))
         installer.install(*OPERATOR, "slurm-operator", [operator_values])
+        # The manager stops before --keep hands the cluster over (like slurmctld, it is tied to
+        # this process); on errors it stops with the cluster.
+        operator_stack = stack.enter_context(contextlib.ExitStack())
+        run = (
+            start_operator(installer, operator_stack, operator_bin, work / "operator")
+            if operator_bin is not None
+            else None
+        )
 
         live = live_topology(cluster, work)
         problems = same_topology(live["topology.yaml"], static_topology)
@@ -520,17 +740,32 @@ def run_cluster(
             f"{live['nodes']} nodes): {', '.join(names)}; same units and nodes as the fabric; "
             f"{len(live['annotations'])} nodes annotated {SPEC_ANNOTATION}"
         )
-        lines.append(OPERATOR_NOT_RUN)
+        fullname = f"{SLURM[0]}-slurm-cluster"
+        inputs = slurm_inputs(cluster, fullname, SLURM[1])
+        if run is not None:
+            names = [name for name, _, _ in inputs["nodesets"]]
+            wait_for_operator(cluster, run, fullname, names, SLURM[1])
+            files, origin = operator_slurm_files(cluster, inputs, run, SLURM[1])
+        else:
+            lines.append(not_run)
+            files, origin = harness_slurm_files(inputs)
+        at = len(lines)
         if not args.no_slurm:
-            fullname = f"{SLURM[0]}-slurm-cluster"
-            inputs = slurm_inputs(cluster, fullname, SLURM[1])
-            lines += run_slurm(inputs, work / "slurmctld")
+            lines += run_slurm(inputs, files, origin, work / "slurmctld")
+        if run is not None:
+            lines.insert(at, operator_line(run, not args.no_slurm))
+        operator_stack.close()
         if args.keep:
             # Cluster.start's teardown also runs when its generator is finalised (garbage
             # collection, interpreter exit), so popping the stack alone would not keep it.
             cluster.stop = _leave_running  # type: ignore[method-assign]
             stack.pop_all()
             kwokctl = cluster.bindir / "kwokctl"
+            tied = [
+                (name, work / name)
+                for name, ran in (("slurmctld", not args.no_slurm), ("operator", run is not None))
+                if ran
+            ]
             stop = (
                 f"KWOK_WORKDIR={shlex.quote(str(cluster.kwok_workdir))} "
                 f"{shlex.quote(str(kwokctl))} --name={cluster.name} delete cluster"
@@ -539,8 +774,8 @@ def run_cluster(
                 "Kept running (--keep):",
                 f"  export KUBECONFIG={cluster.kubeconfig}",
                 f"  stop: {stop} && rm -rf {shlex.quote(str(work))}",
-                "  (slurmctld is tied to this process and has stopped; its files stay in "
-                f"{work / 'slurmctld'})",
+                f"  ({' and '.join(n for n, _ in tied)} tied to this process and stopped; "
+                f"files stay in {' and '.join(str(p) for _, p in tied)})",
             ]
     return lines
 
@@ -558,6 +793,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-cluster", action="store_true", help="only generate and render")
     parser.add_argument("--no-slurm", action="store_true", help="skip the real slurmctld step")
+    parser.add_argument(
+        "--no-operator",
+        action="store_true",
+        help="do not run the Slinky operator even where it can be built (harness slurm.conf)",
+    )
     return parser
 
 

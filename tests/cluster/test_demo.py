@@ -4,6 +4,11 @@ The demo runs in-process (``main([...])``). With ``--keep`` the cluster stays up
 so the releases, object counts, node annotations and Slurm lines it printed are compared with what
 the API server and the fabric say; then the printed stop command must end every process. A failure
 injected after the cluster started must leave no process behind and print the error once.
+
+Where the real Slinky operator can be built (``slinky_harness.operator.ensure_operator``), the
+report must say it ran, as the chart's ServiceAccount, and slurmctld must have loaded the slurm.conf
+of the operator's ConfigMap (localised); where no source exists, the report must say NOT RUN and how
+to unblock it. ``--no-operator`` always takes the harness's slurm.conf.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slinky_harness import demo, toolchain
+from slinky_harness import operator as slinky_operator
 from slinky_harness.controlplane import binaries_dir
 from slinky_topology import hostlist
 from slinky_topology.build import plan
@@ -44,6 +50,34 @@ def processes_mentioning(path: Path) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def operator_available() -> bool:
+    """Whether the real operator runs here: built or buildable. A failed build fails the caller."""
+    try:
+        slinky_operator.ensure_operator()
+    except slinky_operator.OperatorNotObtainable:
+        return False
+    return True
+
+
+def _kubectl_json(env: dict[str, str], *args: str) -> Any:
+    proc = subprocess.run(
+        [str(binaries_dir() / "kubectl"), *args, "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def _loaded_text(conf: str) -> str:
+    """The caller's part of a slurm.conf composed by slinky_harness.slurm (after its keys)."""
+    head, sep, text = conf.partition("\n\n")
+    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm"), conf
+    return text
 
 
 # --- no cluster needed ---------------------------------------------------------------------------
@@ -81,6 +115,8 @@ def _report_kinds(report: str) -> dict[tuple[str, str], dict[str, int]]:
 
 
 def _live_kind_count(env: dict[str, str], kind: str, release: str, namespace: str) -> int:
+    """Live objects of ``kind`` that Helm made for ``release``. Objects the operator makes from a
+    release's Controller copy its Helm annotations, but they carry an owner and Helm's do not."""
     kubectl = str(binaries_dir() / "kubectl")
     proc = subprocess.run(
         [kubectl, "get", kind, "--all-namespaces", "-o", "json"],
@@ -96,6 +132,7 @@ def _live_kind_count(env: dict[str, str], kind: str, release: str, namespace: st
         for i in items
         if (i["metadata"].get("annotations") or {}).get("meta.helm.sh/release-name") == release
         and i["metadata"]["annotations"].get("meta.helm.sh/release-namespace") == namespace
+        and not i["metadata"].get("ownerReferences")
     )
 
 
@@ -173,15 +210,97 @@ def test_demo_report_matches_the_live_cluster(
         landed = hostlist.expand(job.group(1))
         assert len(landed) == 18 and set(landed) == set(racks[job.group(2)])
 
-        # Honesty: the operator line is there and the slurm.conf says whose it is.
-        assert demo.OPERATOR_NOT_RUN in out
+        # Honesty: the operator line says whether it ran, and the slurm.conf is whose it says.
         conf = (work / "slurmctld" / "etc" / "slurm.conf").read_text()
-        assert "NOT by the Slinky operator" in conf
+        if operator_available():
+            _check_operator_ran(out, conf, env, work)
+        else:
+            assert demo.OPERATOR_NOT_RUN in out, out
+            assert slinky_operator.SOURCE_ENV in demo.OPERATOR_NOT_RUN
+            assert "operator: RAN" not in out
+            assert "slurmctld 26.05" in out and "on the harness's slurm.conf" in out, out
+            assert "NOT by the Slinky operator" in conf
     finally:
         if stop_line:
             subprocess.run(stop_line.group(1), shell=True, check=False, timeout=120)
     assert processes_mentioning(work / "cluster") == []
+    assert processes_mentioning(work / "operator") == []
     assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()
+
+
+def _check_operator_ran(out: str, conf: str, env: dict[str, str], work: Path) -> None:
+    """The operator line, checked against the live cluster and the operator's own log."""
+    assert demo.OPERATOR_NOT_RUN not in out and demo.OPERATOR_SKIPPED not in out, out
+    line = re.search(
+        rf"^operator: RAN the Slinky slurm-operator {slinky_operator.VERSION} manager, built from "
+        r".+, as (\S+) \(the chart's ServiceAccount .*no RBAC denial or schema error.*"
+        r"wrote ConfigMap (\S+)/(\S+) \(owner: the Controller\).*"
+        r"its slurm.conf is the one slurmctld loads below$",
+        out,
+        re.M,
+    )
+    assert line, out
+    # The identity is the ServiceAccount of the chart's operator Deployment.
+    deployments = _kubectl_json(env, "get", "deployments", "-n", demo.OPERATOR[1])["items"]
+    accounts = {
+        f"system:serviceaccount:{d['metadata']['namespace']}:"
+        f"{d['spec']['template']['spec']['serviceAccountName']}"
+        for d in deployments
+        if any(
+            a.startswith("--controller-workers")
+            for a in d["spec"]["template"]["spec"]["containers"][0].get("args", [])
+        )
+    }
+    assert accounts == {line.group(1)}, (accounts, line.group(1))
+    # slurmctld loaded exactly the operator's ConfigMap text, localised for the chroot.
+    namespace, name = line.group(2), line.group(3)
+    config_map = _kubectl_json(env, "get", "configmap", name, "-n", namespace)
+    owners = {o["kind"] for o in config_map["metadata"].get("ownerReferences") or []}
+    assert owners == {"Controller"}, config_map["metadata"]
+    operator_conf = config_map["data"]["slurm.conf"]
+    assert _loaded_text(conf) == slinky_operator.localize(operator_conf)
+    assert "NOT by the Slinky operator" not in conf
+    assert f"NodeSet={demo.NODESET} Feature={demo.NODESET}" in operator_conf.splitlines()
+    assert re.search(rf"^PartitionName={demo.NODESET} Nodes={demo.NODESET} ", operator_conf, re.M)
+    assert f"on the operator's slurm.conf from ConfigMap {namespace}/{name}" in out, out
+    # Its log: no RBAC denial (the chart's RBAC is enough), and the manager has stopped.
+    log = (work / "operator" / "manager.log").read_text()
+    assert "Finished syncing Controller" in log
+    assert "forbidden" not in log.lower()
+
+
+def test_demo_without_operator_loads_the_harness_slurm_conf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    rc = demo.main(["--no-operator", "--out", str(work)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err + out
+    assert demo.OPERATOR_SKIPPED in out and "operator: RAN" not in out, out
+    assert "on the harness's slurm.conf" in out, out
+    assert not (work / "operator").exists()
+    conf = (work / "slurmctld" / "etc" / "slurm.conf").read_text()
+    assert "NOT by the Slinky operator" in conf
+    assert f"NodeSet={demo.NODESET} Feature={demo.NODESET}" in conf.splitlines()
+    job = re.search(r"partition gb200 \(topology nvlink\): (\S+) \(all in rack\d+\)", out)
+    assert job and len(hostlist.expand(job.group(1))) == 18, out
+    assert processes_mentioning(work / "cluster") == []
+
+
+def test_demo_fails_once_when_the_operator_cannot_be_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken() -> Path:
+        raise slinky_operator.OperatorUnavailable("building slurm-operator v1.2.1 failed: injected")
+
+    monkeypatch.setattr(slinky_operator, "ensure_operator", broken)
+    work = tmp_path / "work"
+    assert demo.main(["--out", str(work)]) == 1
+    out, err = capsys.readouterr()
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert errors == ["error: operator: building slurm-operator v1.2.1 failed: injected"], err
+    assert "Slinky suite demo" not in out
+    assert not (work / "cluster").exists()
 
 
 def test_demo_cleans_up_after_a_failure(
@@ -201,4 +320,5 @@ def test_demo_cleans_up_after_a_failure(
     assert err.count("error: injected failure after the installs began") == 1, err
     assert "Slinky suite demo" not in out
     assert processes_mentioning(work / "cluster") == []
+    assert processes_mentioning(work / "operator") == []
     assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()
