@@ -436,6 +436,105 @@ def run_for_release(
         yield running
 
 
+# -- the admission webhook ---------------------------------------------------------------------
+
+
+def serving_certificate(folder: Path) -> bytes:
+    """A throw-away CA and a serving certificate for 127.0.0.1 (``tls.crt``, ``tls.key`` in
+    ``folder``, where controller-runtime looks); returns the CA certificate (PEM) for caBundle."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=slinky-test-ca", "-keyout", "ca.key", "-out", "ca.crt")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", "tls.key", "-out", "tls.csr")  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", "tls.crt")  # fmt: skip
+    return (folder / "ca.crt").read_bytes()
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise OperatorUnavailable(
+                f"webhook server did not listen on {port}: {log.read_text(errors='replace')[-2000:]}"
+            )
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def run_webhook_for_release(
+    cluster: Cluster, manifest: Sequence[dict[str, Any]], workdir: Path
+) -> Iterator[Manager]:
+    """Run the operator's webhook server as the release's webhook Deployment would, and point the
+    release's webhook configurations at it (``url`` on 127.0.0.1 with a test CA). Validating
+    webhooks get ``failurePolicy: Fail`` (the chart's default), so a denial is a denial."""
+    deployments = [
+        d for d in manifest if d.get("kind") == "Deployment"
+        and any(a.startswith("--server-addr") for a in
+                d["spec"]["template"]["spec"]["containers"][0].get("args", []))
+    ]  # fmt: skip
+    if len(deployments) != 1:
+        raise OperatorUnavailable(f"expected one webhook Deployment, found {len(deployments)}")
+    deployment = deployments[0]
+    namespace = deployment["metadata"]["namespace"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    kubeconfig = service_account_kubeconfig(
+        cluster, namespace, account, workdir / "kubeconfig.yaml"
+    )
+    port = free_port()
+    ca = serving_certificate(workdir / "k8s-webhook-server" / "serving-certs")
+    args = []
+    for arg in chart_args(deployment):
+        flag = arg.split("=", 1)[0]
+        args.append(f"--server-addr=127.0.0.1:{port}" if flag == "--server-addr" else arg)
+    binary = ensure_operator() / "webhook"
+    log_path = workdir / "webhook.log"
+    argv = [str(binary), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    with log_path.open("wb") as log:
+        # controller-runtime reads its serving certificate from $TMPDIR/k8s-webhook-server/...
+        proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "TMPDIR": str(workdir)}, start_new_session=True,
+        )  # fmt: skip
+    server = Manager(proc, log_path, argv)
+    try:
+        _wait_port(port, proc, log_path)
+        bundle = base64.b64encode(ca).decode()
+        for obj in manifest:
+            if obj.get("kind") not in (
+                "ValidatingWebhookConfiguration",
+                "MutatingWebhookConfiguration",
+            ):
+                continue
+            patch = []
+            for index, hook in enumerate(obj["webhooks"]):
+                path = hook["clientConfig"]["service"].get("path", "/")
+                patch.append({"op": "replace", "path": f"/webhooks/{index}/clientConfig",
+                              "value": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}})  # fmt: skip
+                if obj["kind"] == "ValidatingWebhookConfiguration":
+                    patch.append({"op": "replace", "path": f"/webhooks/{index}/failurePolicy",
+                                  "value": "Fail"})  # fmt: skip
+            cluster.kubectl("patch", obj["kind"].lower(), obj["metadata"]["name"],
+                            "--type=json", "-p", json.dumps(patch))  # fmt: skip
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 # -- the operator's slurm.conf in the harness's slurmctld ----------------------------------------
 
 

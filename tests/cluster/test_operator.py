@@ -98,10 +98,17 @@ def manager(
         if d
     ]
     workdir = tmp_path_factory.mktemp("operator")
-    with slinky_operator.run_for_release(op_cluster, manifest, workdir, proxy=proxy) as running:
+    webhook_dir = tmp_path_factory.mktemp("webhook")
+    with (
+        slinky_operator.run_webhook_for_release(op_cluster, manifest, webhook_dir) as webhook,
+        slinky_operator.run_for_release(op_cluster, manifest, workdir, proxy=proxy) as running,
+    ):
         yield running
-    problems = running.problems(ignore=EXPECTED_NOISE)
-    assert not problems, "operator log after all scenarios:\n" + "\n".join(problems[:20])
+    for name, process in (("operator", running), ("webhook", webhook)):
+        problems = process.problems(ignore=EXPECTED_NOISE)
+        assert not problems, f"{name} log after all scenarios:\n" + "\n".join(problems[:20])
+    validated = [r for r in webhook.records() if str(r.get("msg")).startswith("validate ")]
+    assert validated, "the webhook server validated nothing: its configurations do not reach it"
 
 
 def _merged(scenario: Scenario) -> dict[str, Any]:
@@ -352,35 +359,36 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
     replicas = int(nodeset["spec"].get("replicas") or 0)
     nodes = cluster.kubectl_json("get", "nodes")["items"]
 
+    some_node_fits = any(_fits(n, selector, {}) for n in nodes)
+
+    def refused(pod: dict[str, Any]) -> bool:
+        conditions = pod.get("status", {}).get("conditions", [])
+        return any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+
     def settled() -> str:
         pods = _pods_of(cluster, namespace, name)
         if not daemonset and len(pods) < replicas:
-            return f"{len(pods)}/{replicas} pods"
-        waiting = [
-            p["metadata"]["name"] for p in pods
-            if not p["spec"].get("nodeName") and not any(
-                c["type"] == "PodScheduled" and c["status"] == "False"
-                for c in p.get("status", {}).get("conditions", [])
-            )
-        ]  # fmt: skip
-        return f"pods not yet scheduled or refused: {waiting}" if waiting else ""
+            return f"{len(pods)}/{replicas} pods created"
+        if some_node_fits:  # every pod placed
+            waiting = [p for p in pods if not p["spec"].get("nodeName")]
+        else:  # every pod refused by the scheduler
+            waiting = [p for p in pods if not refused(p)]
+        return "; ".join(
+            f"{p['metadata']['name']}: {[c.get('message') for c in p.get('status', {}).get('conditions', [])]}"
+            for p in waiting
+        )
 
     if replicas or daemonset:
         support.wait_for(settled, 90, f"NodeSet {name}'s pods to be created and scheduled")
-    pods = _pods_of(cluster, namespace, name)
     by_name = {n["metadata"]["name"]: n for n in nodes}
-    placed = [p for p in pods if p["spec"].get("nodeName")]
-    for pod in placed:
+    for pod in _pods_of(cluster, namespace, name):
+        if not pod["spec"].get("nodeName"):
+            continue
         container = next(c for c in pod["spec"]["containers"] if c["name"] == "slurmd")
-        requests = {**container.get("resources", {}).get("limits", {}),
-                    **container.get("resources", {}).get("requests", {})}  # fmt: skip
+        resources = container.get("resources", {})
+        requests = {**resources.get("limits", {}), **resources.get("requests", {})}
         node = by_name[pod["spec"]["nodeName"]]
         assert _fits(node, selector, requests), (pod["metadata"]["name"], node["metadata"]["name"])
-    some_node_fits = any(_fits(n, selector, {}) for n in nodes)
-    if pods and some_node_fits:
-        assert placed, f"no pod of {name} was scheduled though nodes match {selector}"
-    if not some_node_fits:
-        assert not placed, f"pods of {name} landed although no node matches {selector}"
 
 
 def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
@@ -394,3 +402,36 @@ def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
             set(ctld.hostnames(nodes)) if nodes not in ("", "(null)") else set()
         )
     return out
+
+
+def test_webhook_denies_controller_that_claims_slurm_conf(
+    op_cluster: Cluster, manager: slinky_operator.Manager, tmp_path: Path
+) -> None:
+    """The chart's ValidatingWebhookConfiguration reaches the real webhook server, which refuses a
+    Controller whose configFileRefs hold slurm.conf (reserved for the operator)."""
+    namespace = "webhook-check"
+    op_cluster.kubectl("create", "namespace", namespace)
+    try:
+        op_cluster.apply([
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "claims-slurm-conf", "namespace": namespace},
+             "data": {"slurm.conf": "ClusterName=nope\n"}},
+            {"apiVersion": "v1", "kind": "Secret",
+             "metadata": {"name": "keys", "namespace": namespace},
+             "data": {k: base64.b64encode(os.urandom(64)).decode() for k in ("slurm.key", "jwt.key")}},
+        ])  # fmt: skip
+        controller = {
+            "apiVersion": "slinky.slurm.net/v1beta1", "kind": "Controller",
+            "metadata": {"name": "bad", "namespace": namespace},
+            "spec": {
+                "slurmKeyRef": {"name": "keys", "key": "slurm.key"},
+                "jwtKeyRef": {"name": "keys", "key": "jwt.key"},
+                "configFileRefs": [{"name": "claims-slurm-conf"}],
+            },
+        }  # fmt: skip
+        proc = support.kubectl(op_cluster, "create", "-f", "-", input=yaml.safe_dump(controller))
+        assert proc.returncode != 0, "the API server accepted a Controller claiming slurm.conf"
+        assert "reserved for slurm-operator use: slurm.conf" in proc.stderr, proc.stderr
+        assert "admission webhook" in proc.stderr, proc.stderr
+    finally:
+        op_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
