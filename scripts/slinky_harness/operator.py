@@ -357,6 +357,17 @@ class Manager:
         return self.proc.poll() is None
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (controller-runtime shuts down cleanly), SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @contextlib.contextmanager
 def run_manager(
     kubeconfig: Path, args: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None
@@ -384,13 +395,7 @@ def run_manager(
             )
         yield manager
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(proc)
 
 
 def secret_value(cluster: Cluster, namespace: str, name: str, key: str) -> bytes:
@@ -526,13 +531,7 @@ def run_webhook_for_release(
                             "--type=json", "-p", json.dumps(patch))  # fmt: skip
         yield server
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(proc)
 
 
 # -- the operator's slurm.conf in the harness's slurmctld ----------------------------------------

@@ -187,8 +187,6 @@ def _items(cluster: Cluster, kinds: list[str], namespace: str | None) -> list[di
     return list(data.get("items", []))
 
 
-
-
 def namespaced_leftovers(cluster: Cluster, namespace: str, chart: str | None = None) -> list[str]:
     """Objects in ``namespace`` other than its baseline (and ``chart``'s known test-pod bug)."""
     found = []
@@ -218,6 +216,24 @@ def cluster_leftovers(cluster: Cluster, namespace: str) -> list[str]:
         for i in release_cluster_objects(cluster, namespace)
         if (i["metadata"].get("annotations") or {}).get("helm.sh/resource-policy") != "keep"
     )
+
+
+def wait_release_gone(
+    cluster: Cluster, namespace: str, chart: str | None = None
+) -> list[dict[str, Any]]:
+    """After ``helm uninstall``: wait until ``namespace`` holds nothing of the release and its
+    cluster-scoped objects are deleted; return the cluster-scoped objects it kept on purpose."""
+    wait_for(
+        lambda: namespaced_leftovers(cluster, namespace, chart),
+        30,
+        f"{namespace} to hold nothing after helm uninstall",
+    )
+    wait_for(
+        lambda: cluster_leftovers(cluster, namespace),
+        30,
+        f"cluster-scoped objects of {namespace}'s release to be deleted",
+    )
+    return release_cluster_objects(cluster, namespace)
 
 
 def render(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes import client
+from tests.cluster.charts_support import Helm
 
 from slinky_harness.controlplane import Cluster, wait_until
 from slinky_harness.fleet import Fleet, load_fleet
@@ -112,3 +113,19 @@ def namespace(request: pytest.FixtureRequest, core: Any) -> Iterator[str]:
         yield name
     finally:
         core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    """The pinned Helm 4 bound to the session cluster (its own config and cache folders)."""
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    return Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
+
+
+@pytest.fixture(scope="session")
+def helm3(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    """The pinned Helm 3 bound to the session cluster."""
+    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+
+    return Helm(toolchain.ensure("helm3"), cluster, tmp_path_factory.mktemp("helm3"))

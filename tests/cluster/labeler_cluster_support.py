@@ -339,18 +339,6 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
             api_client.close()
 
 
-def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.5) -> Any:
-    """Poll until ``predicate()`` is truthy; return it (AssertionError naming ``what``)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
 def scontrol_batch(ctld: SlurmCtld, commands: Sequence[str]) -> tuple[int, str]:
     """Feed ``commands`` to one ``scontrol`` process, one per line (1,000 lines take about 3 s;
     a chroot process per command would cost far more); return its exit status and stderr
@@ -374,5 +362,4 @@ __all__ = [
     "gpu_nodes",
     "labeler_lab",
     "scontrol_batch",
-    "wait_for",
 ]

@@ -26,20 +26,6 @@ MARK = "cluster-tier.slinky.dev/upgraded"
 
 
 @pytest.fixture(scope="session")
-def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
-
-    return Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
-
-
-@pytest.fixture(scope="session")
-def helm3(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
-
-    return Helm(toolchain.ensure("helm3"), cluster, tmp_path_factory.mktemp("helm3"))
-
-
-@pytest.fixture(scope="session")
 def third_party_crds(cluster: Cluster) -> None:
     support.install_third_party_crds(cluster)
 
@@ -53,17 +39,7 @@ def prepare(cluster: Cluster, chart: str) -> None:
 
 
 def assert_nothing_left(cluster: Cluster, namespace: str, chart: str) -> None:
-    support.wait_for(
-        lambda: support.namespaced_leftovers(cluster, namespace, chart),
-        30,
-        f"{namespace} to hold nothing after helm uninstall",
-    )
-    support.wait_for(
-        lambda: support.cluster_leftovers(cluster, namespace),
-        30,
-        f"cluster-scoped objects of {namespace}'s release to be deleted",
-    )
-    kept = support.release_cluster_objects(cluster, namespace)
+    kept = support.wait_release_gone(cluster, namespace, chart)
     kinds = {str(k["kind"]) for k in kept}
     # Only slurm-operator documents cluster-scoped objects it keeps: its CRDs.
     assert kinds <= ({"CustomResourceDefinition"} if chart == "slurm-operator" else set()), kept

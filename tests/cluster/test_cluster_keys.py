@@ -54,20 +54,6 @@ UPGRADES: list[list[str]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
-
-    return Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("keys-helm4"))
-
-
-@pytest.fixture(scope="module")
-def helm3(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
-
-    return Helm(toolchain.ensure("helm3"), cluster, tmp_path_factory.mktemp("keys-helm3"))
-
-
 @pytest.fixture(scope="module", autouse=True)
 def slinky_crds(cluster: Cluster) -> None:
     """slurm-cluster renders Controller/NodeSet/RestApi objects: their CRDs must exist."""

@@ -31,10 +31,10 @@ from tests.cluster.labeler_cluster_support import (
     LabelerLab,
     Replica,
     expected_block,
-    wait_for,
 )
 
 from slinky_harness import labeler_bench as lb
+from slinky_harness.controlplane import wait_until as wait_for
 from slinky_harness.slurm import ensure_chroot, parse_records, slurmctld
 from slinky_harness.slurm_topo import read_blocks, read_tree
 

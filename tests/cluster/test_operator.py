@@ -92,11 +92,7 @@ def manager(
         "install", "op", str(chart.path), "-n", OPERATOR_NS, "--create-namespace",
         *support.values_args(files), "--wait", "--timeout", "90s",
     )  # fmt: skip
-    manifest = [
-        d
-        for d in yaml.safe_load_all(helm.run("get", "manifest", "op", "-n", OPERATOR_NS).stdout)
-        if d
-    ]
+    manifest = release_objects(helm, "op", OPERATOR_NS)
     workdir = tmp_path_factory.mktemp("operator")
     webhook_dir = tmp_path_factory.mktemp("webhook")
     with (
@@ -109,6 +105,12 @@ def manager(
         assert not problems, f"{name} log after all scenarios:\n" + "\n".join(problems[:20])
     validated = [r for r in webhook.records() if str(r.get("msg")).startswith("validate ")]
     assert validated, "the webhook server validated nothing: its configurations do not reach it"
+
+
+def release_objects(helm: support.Helm, release: str, namespace: str) -> list[dict[str, Any]]:
+    """The objects of a release as installed (``helm get manifest``)."""
+    text = helm.run("get", "manifest", release, "-n", namespace).stdout
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def _merged(scenario: Scenario) -> dict[str, Any]:
@@ -246,11 +248,7 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
         "install", "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace",
         *support.values_args(files),
     )  # fmt: skip
-    objects = [
-        d
-        for d in yaml.safe_load_all(helm.run("get", "manifest", "sc", "-n", namespace).stdout)
-        if d
-    ]
+    objects = release_objects(helm, "sc", namespace)
     controller = next(d for d in objects if d["kind"] == "Controller")
     name = controller["metadata"]["name"]
     spec = controller["spec"]

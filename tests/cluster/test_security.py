@@ -22,8 +22,6 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.cluster import charts_support as support
 
-from slinky_harness import toolchain
-
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -39,11 +37,6 @@ RESTRICTED = {
     "pod-security.kubernetes.io/warn-version": "latest",
 }
 POD_CHARTS = ["gpu-topology-labeler", "slurm-bridge", "slurm-operator"]
-
-
-@pytest.fixture(scope="module")
-def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> support.Helm:
-    return support.Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
 
 
 @pytest.fixture(scope="module")
