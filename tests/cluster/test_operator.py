@@ -239,11 +239,18 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
 ) -> None:
     namespace = re.sub(r"[^a-z0-9-]", "-", scenario.name.removeprefix("ci/"))
     files = support.values_files(scenario)
-    request.addfinalizer(
-        lambda: helm.run(
-            "uninstall", "sc", "-n", namespace, "--wait", "--timeout", "60s", check=False
+
+    def uninstall() -> None:
+        # The next scenario needs the GPUs back: wait until the pods the operator made for this
+        # release's NodeSets are gone too (garbage collection follows the NodeSets' deletion).
+        helm.run("uninstall", "sc", "-n", namespace, "--wait", "--timeout", "60s", check=False)
+        support.wait_for(
+            lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
+            120,
+            f"the pods in {namespace} to be deleted",
         )
-    )
+
+    request.addfinalizer(uninstall)
     helm.run(
         "install", "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace",
         *support.values_args(files),
@@ -336,9 +343,35 @@ def _pods_of(cluster: Cluster, namespace: str, owner: str) -> list[dict[str, Any
     ]  # fmt: skip
 
 
-def _fits(node: dict[str, Any], selector: dict[str, str], requests: dict[str, str]) -> bool:
+def _term_matches(labels: dict[str, str], term: dict[str, Any]) -> bool:
+    """One nodeSelectorTerm (matchExpressions, the operators a NodeSet uses) against node labels."""
+    for expr in term.get("matchExpressions", []):
+        key, op, values = expr["key"], expr["operator"], expr.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _fits(
+    node: dict[str, Any],
+    selector: dict[str, str],
+    requests: dict[str, str],
+    affinity: dict[str, Any] | None = None,
+) -> bool:
+    """Whether ``node`` matches the nodeSelector, the required node affinity and the GPU request."""
     labels = node["metadata"].get("labels", {})
     if any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    required = ((affinity or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required and not any(_term_matches(labels, t) for t in required["nodeSelectorTerms"]):
         return False
     capacity = node["status"].get("capacity", {})
     return all(
@@ -353,11 +386,12 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
     name = nodeset["metadata"]["name"]
     template = nodeset["spec"].get("template", {}).get("spec", {})
     selector = template.get("nodeSelector", {})
+    affinity = template.get("affinity")
     daemonset = nodeset["spec"].get("scalingMode") == "DaemonSet"
     replicas = int(nodeset["spec"].get("replicas") or 0)
     nodes = cluster.kubectl_json("get", "nodes")["items"]
 
-    some_node_fits = any(_fits(n, selector, {}) for n in nodes)
+    some_node_fits = any(_fits(n, selector, {}, affinity) for n in nodes)
 
     def refused(pod: dict[str, Any]) -> bool:
         conditions = pod.get("status", {}).get("conditions", [])
@@ -376,8 +410,19 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
             for p in waiting
         )
 
+    def everything() -> str:
+        pods = cluster.kubectl_json("get", "pods", "-A")["items"]
+        return "\n".join(
+            f"{p['metadata']['namespace']}/{p['metadata']['name']} node={p['spec'].get('nodeName')} "
+            f"phase={p.get('status', {}).get('phase')} deleting={p['metadata'].get('deletionTimestamp')}"
+            for p in pods
+        )
+
     if replicas or daemonset:
-        support.wait_for(settled, 90, f"NodeSet {name}'s pods to be created and scheduled")
+        try:
+            support.wait_for(settled, 90, f"NodeSet {name}'s pods to be created and scheduled")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nall pods:\n{everything()}") from None
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for pod in _pods_of(cluster, namespace, name):
         if not pod["spec"].get("nodeName"):
@@ -386,7 +431,10 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
         resources = container.get("resources", {})
         requests = {**resources.get("limits", {}), **resources.get("requests", {})}
         node = by_name[pod["spec"]["nodeName"]]
-        assert _fits(node, selector, requests), (pod["metadata"]["name"], node["metadata"]["name"])
+        assert _fits(node, selector, requests, affinity), (
+            pod["metadata"]["name"],
+            node["metadata"]["name"],
+        )
 
 
 def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
