@@ -2,8 +2,9 @@
 
 ct installs each ``ci/*-values.yaml`` scenario into its own namespace with ``helm install
 --wait``, runs ``helm test`` and deletes the release and namespace. It uses the ci files as they
-are (no kwok overrides; slurm-operator's CRDs are applied beforehand, see CRDS_OUTSIDE), so the operator's validating webhook keeps ``failurePolicy: Fail``; ct
-installs one release at a time, so no Slinky object is created while it is registered.
+are (no kwok overrides; slurm-operator's CRDs are applied beforehand, see CRDS_OUTSIDE), so the
+operator's validating webhook keeps ``failurePolicy: Fail``; ct installs one release at a time,
+so no Slinky object is created while it is registered.
 """
 
 from __future__ import annotations
