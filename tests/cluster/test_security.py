@@ -75,6 +75,9 @@ def _dry_run(
             "apply",
             "--dry-run=server",
             "--server-side",
+            # Objects another test's release left (slurm-operator's kept CRDs) belong to Helm's
+            # field manager: a dry-run validates, it does not contend for ownership.
+            "--force-conflicts",
             "--field-manager=cluster-tier",
             "-n",
             ns,
