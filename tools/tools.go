@@ -6,6 +6,11 @@
 package tools
 
 import (
+	_ "github.com/SlinkyProject/slurm-bridge/cmd/admission"
+	_ "github.com/SlinkyProject/slurm-bridge/cmd/controllers"
+	_ "github.com/SlinkyProject/slurm-bridge/cmd/scheduler"
+	_ "github.com/SlinkyProject/slurm-operator/cmd/manager"
+	_ "github.com/SlinkyProject/slurm-operator/cmd/webhook"
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"

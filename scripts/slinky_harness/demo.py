@@ -12,12 +12,11 @@
    slurm-cluster gets a GB200 NodeSet and the topology that ``slinky-topology`` generates from
    the *live* Node labels (preset ``topograph``); the nodes get the
    ``topology.slinky.slurm.net/spec`` annotations that the gpu-topology-labeler would write.
-4. Where it can be built (``slinky_harness.operator.ensure_operator``), the real Slinky operator
-   v1.2.1 manager runs as a local process with the chart Deployment's arguments, as the chart's
-   ServiceAccount (so the chart's RBAC is what it may do), and reconciles the installed
-   Controller into its ``slurm.conf`` ConfigMap. Where no source exists, or with
-   ``--no-operator``, it is not run (``OPERATOR_NOT_RUN`` says why and how to unblock) and the
-   harness writes a slurm.conf from the installed objects instead.
+4. The real Slinky operator v1.2.1 manager (built from its Go module with the control plane,
+   ``slinky_harness.operator``) runs as a local process with the chart Deployment's arguments,
+   as the chart's ServiceAccount (so the chart's RBAC is what it may do), and reconciles the
+   installed Controller into its ``slurm.conf`` ConfigMap. Only with ``--no-operator`` is it
+   not run (the report says so) and the harness writes a slurm.conf from the installed objects.
 5. A real slurmctld 26.05 (Debian sid chroot) loads that slurm.conf (the operator's, localised
    for the chroot, with the Controller's config files and keys; else the harness's) plus one
    dynamic node per Kubernetes node, featured with its Slurm NodeSet name and placed by its
@@ -80,15 +79,6 @@ SLURM = ("slurm", "slurm")
 """(release, namespace) of charts/slurm-cluster."""
 HELM_TIMEOUT = "120s"
 
-OPERATOR_NOT_RUN = (
-    f"operator: NOT RUN - the Slinky operator {slinky_operator.VERSION} cannot be built here (the "
-    f"Go module proxy refuses {slinky_operator.MODULE} and {slinky_operator.SOURCE_ENV} names no "
-    "checkout), so nothing reconciles Controller/NodeSet, its pods are kwok fakes and the "
-    "slurm.conf below is the harness's, not the operator's; unblock: set "
-    f"{slinky_operator.SOURCE_ENV} (and {slinky_operator.CLIENT_SOURCE_ENV} if the proxy refuses "
-    f"{slinky_operator.CLIENT_MODULE} too) to {slinky_operator.VERSION} checkouts, or use a Go "
-    "module proxy that serves the module"
-)
 OPERATOR_SKIPPED = (
     "operator: NOT RUN (--no-operator), so nothing reconciles Controller/NodeSet, its pods are "
     "kwok fakes and the slurm.conf below is the harness's, not the operator's"
@@ -683,12 +673,9 @@ def run_cluster(
     fleet = fleet_from_fabric(fabric)
     helm_binary = toolchain.ensure("helm")
     operator_bin: Path | None = None
-    not_run = OPERATOR_SKIPPED
     if not args.no_operator:
         try:
             operator_bin = slinky_operator.ensure_operator()
-        except slinky_operator.OperatorNotObtainable:
-            not_run = OPERATOR_NOT_RUN
         except slinky_operator.OperatorUnavailable as exc:
             raise DemoError(f"operator: {exc}") from exc
     stack = contextlib.ExitStack()
@@ -747,7 +734,7 @@ def run_cluster(
             wait_for_operator(cluster, run, fullname, names, SLURM[1])
             files, origin = operator_slurm_files(cluster, inputs, run, SLURM[1])
         else:
-            lines.append(not_run)
+            lines.append(OPERATOR_SKIPPED)
             files, origin = harness_slurm_files(inputs)
         at = len(lines)
         if not args.no_slurm:
@@ -796,7 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-operator",
         action="store_true",
-        help="do not run the Slinky operator even where it can be built (harness slurm.conf)",
+        help="do not run the Slinky operator (the harness writes slurm.conf instead)",
     )
     return parser
 

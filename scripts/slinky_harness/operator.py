@@ -5,18 +5,19 @@ containers there), under the identity of the ServiceAccount that the ``slurm-ope
 creates: a TokenRequest token for that account goes into a kubeconfig of its own, so every call
 the operator makes is checked by the chart's RBAC, exactly as in a real cluster.
 
-Where the binaries come from, first match wins:
+Where the binaries come from:
 
-1. the cache ``<cache>/operator/v1.2.1/bin/{manager,webhook}`` (``cache_root()``), reused;
-2. the Go module proxy: ``github.com/SlinkyProject/slurm-operator@v1.2.1`` (the intended path;
-   the proxy this project's machines use answers 403 for it at the time of writing);
-3. a source checkout of that tag named by ``SLINKY_OPERATOR_SRC`` (and, where the proxy does not
-   serve ``github.com/SlinkyProject/slurm-client`` either, a checkout of its v1.2.1 tag named by
-   ``SLINKY_SLURM_CLIENT_SRC``). The checkout is only read: ``go build -modfile`` works on a copy
-   of its ``go.mod``, and nothing is copied into this repository.
+1. by default, ``tools/go.mod``, which requires ``github.com/SlinkyProject/slurm-operator``,
+   ``slurm-bridge`` and ``slurm-client`` at v1.2.1 with their hashes pinned in ``tools/go.sum``:
+   :func:`slinky_harness.controlplane.ensure_binaries` builds the manager and webhook in the same
+   ``go build`` as the control plane (one module graph, so every Kubernetes package is compiled
+   once), through the ordinary Go module proxy;
+2. ``SLINKY_OPERATOR_SRC`` (an override for developers of the operator): a source checkout of
+   ``github.com/SlinkyProject/slurm-operator``, built with ``go build -modfile`` on a copy of its
+   ``go.mod`` into ``<cache>/operator/local/bin``; the checkout is only read.
 
-Otherwise :func:`ensure_operator` raises :class:`OperatorUnavailable`, whose message says all of
-the above. ``python -m slinky_harness.operator build`` builds (or reports why it cannot).
+A build that cannot happen raises :class:`OperatorUnavailable` naming what failed.
+``python -m slinky_harness.operator build`` builds (or reports why it cannot).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import hashlib
 import http.client
 import http.server
 import json
@@ -42,16 +44,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness import controlplane
 from slinky_harness.slurm import HARNESS_KEYS, FileSource
 from slinky_harness.slurm_chroot import MOUNT_POINT
-from slinky_harness.toolchain import (
-    ToolError,
-    cache_root,
-    go_build,
-    go_env,
-    module_dir,
-    staged_folder,
-)
+from slinky_harness.toolchain import ToolError, cache_root, go_build, staged_folder
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -59,73 +55,49 @@ if TYPE_CHECKING:
     from slinky_harness.controlplane import Cluster
 
 MODULE = "github.com/SlinkyProject/slurm-operator"
-CLIENT_MODULE = "github.com/SlinkyProject/slurm-client"
-VERSION = "v1.2.1"
+VERSION = controlplane.SLINKY_VERSION
 SOURCE_ENV = "SLINKY_OPERATOR_SRC"
-CLIENT_SOURCE_ENV = "SLINKY_SLURM_CLIENT_SRC"
 BINARIES = ("manager", "webhook")
 
 
 class OperatorUnavailable(RuntimeError):
-    """The operator cannot be built here; the message says what was tried and how to unblock."""
+    """The operator cannot be built here; the message says what failed and where the log is."""
 
 
-class OperatorNotObtainable(OperatorUnavailable):
-    """No source for the operator at all: the proxy refuses the module and no checkout is named."""
-
-
-def binaries_dir() -> Path:
-    return cache_root() / "operator" / VERSION / "bin"
-
-
-def _complete(bindir: Path) -> bool:
-    return all((bindir / name).is_file() for name in BINARIES) and (bindir / "SOURCE").is_file()
-
-
-def _checkout(env: str, module: str) -> Path | None:
-    """The source checkout named by ``env``, checked to be ``module`` at ``VERSION``."""
-    value = os.environ.get(env)
+def _checkout() -> Path | None:
+    """The source checkout named by ``SLINKY_OPERATOR_SRC``, checked to be the operator."""
+    value = os.environ.get(SOURCE_ENV)
     if not value:
         return None
     src = Path(value).expanduser().resolve()
     gomod = src / "go.mod"
     if not gomod.is_file():
         raise OperatorUnavailable(
-            f"{env}={value}: no go.mod there; point it at a checkout of {module}"
+            f"{SOURCE_ENV}={value}: no go.mod there; point it at a checkout of {MODULE}"
         )
     first = gomod.read_text().splitlines()[0].split()
-    if first[-1:] != [module]:
-        raise OperatorUnavailable(f"{env}={value}: go.mod declares {first[-1:]}, not {module}")
-    version_file = src / "VERSION"
-    if version_file.is_file() and f"v{version_file.read_text().strip()}" != VERSION:
+    if first[-1:] != [MODULE]:
         raise OperatorUnavailable(
-            f"{env}={value}: VERSION says {version_file.read_text().strip()}, need {VERSION}; "
-            f"check out the {VERSION} tag"
+            f"{SOURCE_ENV}={value}: go.mod declares {first[-1:]}, not {MODULE}"
         )
     return src
 
 
-def _from_proxy() -> tuple[Path | None, str]:
-    try:
-        return module_dir(MODULE, VERSION), ""
-    except ToolError as exc:
-        return None, str(exc)
-
-
-def _build_from(src: Path, client: Path | None, bindir: Path, log: Path, origin: str) -> None:
+def _build_checkout(src: Path) -> Path:
+    """Build ``src`` (a local checkout) into a cache folder keyed by its go.mod and sources."""
+    digest = hashlib.sha256(str(src).encode())
+    for path in sorted((src / "go.mod", src / "go.sum")):
+        if path.is_file():
+            digest.update(path.read_bytes())
+    bindir = cache_root() / "operator" / "local" / digest.hexdigest()[:16] / "bin"
+    log = bindir.parent / "build.log"
+    bindir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="slinky-operator-mod-") as tmp:
         modfile = Path(tmp) / "go.mod"
         shutil.copyfile(src / "go.mod", modfile)
         if (src / "go.sum").is_file():
             shutil.copyfile(src / "go.sum", Path(tmp) / "go.sum")
-        if client is not None:
-            subprocess.run(
-                ["go", "mod", "edit", f"-modfile={modfile}", f"-replace={CLIENT_MODULE}={client}"],
-                cwd=src,
-                env=go_env(),
-                check=True,
-            )
-        with staged_folder(bindir, VERSION) as staging:
+        with staged_folder(bindir, "local") as staging:
             go_build(
                 [
                     f"-modfile={modfile}",
@@ -137,41 +109,28 @@ def _build_from(src: Path, client: Path | None, bindir: Path, log: Path, origin:
                 ],
                 cwd=src,
                 log=log,
-                what=f"slurm-operator {VERSION}",
+                what=f"slurm-operator from {src}",
             )
-            (staging / "SOURCE").write_text(origin + "\n")
+    return bindir
+
+
+def binary(name: str) -> Path:
+    """The path of the operator's ``manager`` or ``webhook``, built once and cached."""
+    if name not in BINARIES:
+        raise ValueError(f"no operator binary {name!r}; one of {BINARIES}")
+    try:
+        src = _checkout()
+        if src is not None:
+            return _build_checkout(src) / name
+        return controlplane.ensure_binaries() / f"slurm-operator-{name}"
+    except (ToolError, controlplane.ControlPlaneError) as exc:
+        raise OperatorUnavailable(f"building slurm-operator {VERSION} failed: {exc}") from exc
 
 
 def ensure_operator() -> Path:
-    """The folder holding the operator's ``manager`` and ``webhook``, built once and cached."""
-    bindir = binaries_dir()
-    if _complete(bindir):
-        return bindir
-    log = bindir.parent / "build.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    src, proxy_error = _from_proxy()
-    client: Path | None = None
-    origin = f"{MODULE}@{VERSION} from the Go module proxy"
-    if src is None:
-        src = _checkout(SOURCE_ENV, MODULE)
-        client = _checkout(CLIENT_SOURCE_ENV, CLIENT_MODULE)
-        origin = f"source checkout {src} (slurm-client: {client or 'Go module proxy'})"
-    if src is None:
-        raise OperatorNotObtainable(
-            f"the Slinky slurm-operator {VERSION} cannot be built here: the Go module proxy "
-            f"refuses {MODULE}@{VERSION} ({proxy_error.strip().splitlines()[-1] if proxy_error else 'no answer'}), "
-            f"and {SOURCE_ENV} names no source checkout. Unblock with a proxy that serves the module, "
-            f"or set {SOURCE_ENV} (and {CLIENT_SOURCE_ENV} if {CLIENT_MODULE} is not served either) "
-            f"to checkouts of their {VERSION} tags"
-        )
-    started = time.monotonic()
-    print(f"operator: building manager and webhook {VERSION} ({origin})", file=sys.stderr)
-    try:
-        _build_from(src, client, bindir, log, origin)
-    except (ToolError, subprocess.CalledProcessError) as exc:
-        raise OperatorUnavailable(f"building slurm-operator {VERSION} failed: {exc}") from exc
-    print(f"operator: built in {time.monotonic() - started:.0f}s", file=sys.stderr)
-    return bindir
+    """The folder holding the operator's binaries (``slurm-operator-manager`` and
+    ``slurm-operator-webhook``, or ``manager``/``webhook`` from a local checkout)."""
+    return binary("manager").parent
 
 
 # -- identity ---------------------------------------------------------------------------------
@@ -302,21 +261,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def chart_args(deployment: dict[str, Any]) -> list[str]:
-    """The manager's arguments from the chart's Deployment, with listen addresses made local."""
+def local_args(deployment: dict[str, Any], local: dict[str, str] | None = None) -> list[str]:
+    """A Deployment's first container's arguments for a local process: every listen-address flag
+    (``--health-addr``, ``--metrics-addr``, ``--health-probe-bind-address``,
+    ``--metrics-bind-address``) moves to a free port on 127.0.0.1, and each flag in ``local``
+    (a path inside the pod, say) gets the value given there. Every other argument is the chart's."""
     container = deployment["spec"]["template"]["spec"]["containers"][0]
+    listen = {
+        "--health-addr",
+        "--metrics-addr",
+        "--health-probe-bind-address",
+        "--metrics-bind-address",
+    }
     args: list[str] = []
     for arg in container.get("args", []):
         flag = arg.split("=", 1)[0]
-        if flag in ("--health-addr", "--metrics-addr"):
+        if local and flag in local:
+            args.append(f"{flag}={local[flag]}")
+        elif flag in listen:
             args.append(f"{flag}=127.0.0.1:{free_port()}")
         else:
             args.append(arg)
     return args
 
 
+def chart_args(deployment: dict[str, Any]) -> list[str]:
+    """The manager's arguments from the chart's Deployment, with listen addresses made local."""
+    return local_args(deployment)
+
+
 class Manager:
-    """A running operator manager process; its JSON log lines are in ``log_path``."""
+    """A running component process (operator manager, webhook, bridge component); its log lines
+    (JSON for controller-runtime, klog text for the scheduler) are in ``log_path``."""
 
     def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, argv: list[str]) -> None:
         self.proc = proc
@@ -356,6 +332,9 @@ class Manager:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def tail(self, chars: int = 2000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM (controller-runtime shuts down cleanly), SIGKILL after 15 s."""
@@ -369,38 +348,80 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def run_manager(
-    kubeconfig: Path, args: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None
+def run_process(
+    argv: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None, what: str = "process"
 ) -> Iterator[Manager]:
-    """Run the operator's manager with ``args`` against ``kubeconfig``; stop it on exit."""
-    binary = ensure_operator() / "manager"
-    argv = [str(binary), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    """Run ``argv`` in its own session with its output in ``log_path``; stop it on exit.
+    ``env`` is added to this process's environment. A process that exits within half a second
+    raises :class:`OperatorUnavailable` with its log's tail."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            argv,
+            list(argv),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
             start_new_session=True,
         )
-    manager = Manager(proc, log_path, argv)
+    running = Manager(proc, log_path, list(argv))
     try:
         time.sleep(0.5)
         if proc.poll() is not None:
             raise OperatorUnavailable(
-                f"operator manager exited at once ({proc.returncode}): "
-                f"{log_path.read_text(errors='replace')[-2000:]}"
+                f"{what} exited at once ({proc.returncode}): {running.tail()}"
             )
-        yield manager
+        yield running
     finally:
         _stop(proc)
+
+
+@contextlib.contextmanager
+def run_manager(
+    kubeconfig: Path, args: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None
+) -> Iterator[Manager]:
+    """Run the operator's manager with ``args`` against ``kubeconfig``; stop it on exit."""
+    argv = [str(binary("manager")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    with run_process(argv, log_path, env=env, what="operator manager") as running:
+        yield running
 
 
 def secret_value(cluster: Cluster, namespace: str, name: str, key: str) -> bytes:
     data = cluster.kubectl_json("get", "secret", name, "-n", namespace)["data"]
     return base64.b64decode(data[key])
+
+
+def release_deployment(
+    manifest: Sequence[dict[str, Any]], *, flag: str = "", name_suffix: str = "", what: str
+) -> dict[str, Any]:
+    """The one Deployment of a release whose first container takes ``flag`` (or whose name ends
+    with ``name_suffix``)."""
+
+    def matches(obj: dict[str, Any]) -> bool:
+        if obj.get("kind") != "Deployment":
+            return False
+        if name_suffix:
+            return str(obj["metadata"]["name"]).endswith(name_suffix)
+        args = obj["spec"]["template"]["spec"]["containers"][0].get("args", [])
+        return any(str(a).startswith(flag) for a in args)
+
+    found = [d for d in manifest if matches(d)]
+    if len(found) != 1:
+        raise OperatorUnavailable(f"expected one {what} Deployment, found {len(found)}")
+    return found[0]
+
+
+def deployment_identity(cluster: Cluster, deployment: dict[str, Any], workdir: Path) -> Path:
+    """A kubeconfig (0600) for the ServiceAccount the Deployment's pods run as."""
+    namespace = deployment["metadata"]["namespace"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    return service_account_kubeconfig(cluster, namespace, account, workdir / "kubeconfig.yaml")
+
+
+def proxy_env(proxy: ServiceProxy | None) -> dict[str, str]:
+    """Environment that sends a Go program's ``http://`` calls (slurmrestd under its Service name)
+    through ``proxy``; Go never proxies loopback, so the API server on 127.0.0.1 is reached directly."""
+    return {"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1,localhost"} if proxy else {}
 
 
 @contextlib.contextmanager
@@ -414,34 +435,25 @@ def run_for_release(
 ) -> Iterator[Manager]:
     """Run the manager as a slurm-operator release would: ``manifest`` is the release's objects
     (``helm get manifest``); its operator Deployment gives the arguments and ServiceAccount."""
-
-    def is_manager(obj: dict[str, Any]) -> bool:
-        if obj.get("kind") != "Deployment":
-            return False
-        if deployment:
-            return bool(obj["metadata"]["name"] == deployment)
-        args = obj["spec"]["template"]["spec"]["containers"][0].get("args", [])
-        return any(a.startswith("--controller-workers") for a in args)  # the manager's own flag
-
-    found = [d for d in manifest if is_manager(d)]
-    if len(found) != 1:
-        raise OperatorUnavailable(f"expected one operator manager Deployment, found {len(found)}")
-    manager_deployment = found[0]
-    namespace = manager_deployment["metadata"]["namespace"]
-    account = manager_deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    kubeconfig = service_account_kubeconfig(
-        cluster, namespace, account, workdir / "kubeconfig.yaml"
-    )
-    # Go's HTTP client honours HTTP_PROXY for http:// URLs (slurmrestd) and never proxies loopback.
-    env = (
-        {"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1,localhost"} if proxy is not None else None
-    )
+    if deployment:
+        manager_deployment = release_deployment(
+            [d for d in manifest if d.get("metadata", {}).get("name") == deployment],
+            name_suffix=deployment,
+            what="operator manager",
+        )
+    else:  # --controller-workers is the manager's own flag
+        manager_deployment = release_deployment(
+            manifest, flag="--controller-workers", what="operator manager"
+        )
+    kubeconfig = deployment_identity(cluster, manager_deployment, workdir)
     args = chart_args(manager_deployment)
-    with run_manager(kubeconfig, args, workdir / "manager.log", env=env) as running:
+    with run_manager(
+        kubeconfig, args, workdir / "manager.log", env=proxy_env(proxy) or None
+    ) as running:
         yield running
 
 
-# -- the admission webhook ---------------------------------------------------------------------
+# -- admission webhooks -------------------------------------------------------------------------
 
 
 def serving_certificate(folder: Path) -> bytes:
@@ -462,16 +474,42 @@ def serving_certificate(folder: Path) -> bytes:
     return (folder / "ca.crt").read_bytes()
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+def wait_port(port: int, running: Manager, timeout: float = 30) -> None:
+    """Wait until something listens on 127.0.0.1:``port``; fail when ``running`` exits first."""
     deadline = time.monotonic() + timeout
     while True:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
             return
-        if proc.poll() is not None or time.monotonic() > deadline:
+        if not running.alive() or time.monotonic() > deadline:
             raise OperatorUnavailable(
-                f"webhook server did not listen on {port}: {log.read_text(errors='replace')[-2000:]}"
+                f"{running.argv[0]} did not listen on {port}: {running.tail()}"
             )
         time.sleep(0.2)
+
+
+def point_webhooks_at(
+    cluster: Cluster, manifest: Sequence[dict[str, Any]], port: int, ca: bytes
+) -> None:
+    """Point every webhook configuration of ``manifest`` at ``https://127.0.0.1:<port><path>``
+    with ``ca`` as its caBundle. Validating webhooks get ``failurePolicy: Fail`` (the charts'
+    default), so a denial is a denial."""
+    bundle = base64.b64encode(ca).decode()
+    for obj in manifest:
+        if obj.get("kind") not in (
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ):
+            continue
+        patch = []
+        for index, hook in enumerate(obj["webhooks"]):
+            path = hook["clientConfig"]["service"].get("path", "/")
+            patch.append({"op": "replace", "path": f"/webhooks/{index}/clientConfig",
+                          "value": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}})  # fmt: skip
+            if obj["kind"] == "ValidatingWebhookConfiguration":
+                patch.append({"op": "replace", "path": f"/webhooks/{index}/failurePolicy",
+                              "value": "Fail"})  # fmt: skip
+        cluster.kubectl("patch", obj["kind"].lower(), obj["metadata"]["name"],
+                        "--type=json", "-p", json.dumps(patch))  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -479,59 +517,20 @@ def run_webhook_for_release(
     cluster: Cluster, manifest: Sequence[dict[str, Any]], workdir: Path
 ) -> Iterator[Manager]:
     """Run the operator's webhook server as the release's webhook Deployment would, and point the
-    release's webhook configurations at it (``url`` on 127.0.0.1 with a test CA). Validating
-    webhooks get ``failurePolicy: Fail`` (the chart's default), so a denial is a denial."""
-    deployments = [
-        d for d in manifest if d.get("kind") == "Deployment"
-        and any(a.startswith("--server-addr") for a in
-                d["spec"]["template"]["spec"]["containers"][0].get("args", []))
-    ]  # fmt: skip
-    if len(deployments) != 1:
-        raise OperatorUnavailable(f"expected one webhook Deployment, found {len(deployments)}")
-    deployment = deployments[0]
-    namespace = deployment["metadata"]["namespace"]
-    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    kubeconfig = service_account_kubeconfig(
-        cluster, namespace, account, workdir / "kubeconfig.yaml"
-    )
+    release's webhook configurations at it (:func:`point_webhooks_at`)."""
+    deployment = release_deployment(manifest, flag="--server-addr", what="webhook")
+    kubeconfig = deployment_identity(cluster, deployment, workdir)
     port = free_port()
     ca = serving_certificate(workdir / "k8s-webhook-server" / "serving-certs")
-    args = []
-    for arg in chart_args(deployment):
-        flag = arg.split("=", 1)[0]
-        args.append(f"--server-addr=127.0.0.1:{port}" if flag == "--server-addr" else arg)
-    binary = ensure_operator() / "webhook"
-    log_path = workdir / "webhook.log"
-    argv = [str(binary), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
-    with log_path.open("wb") as log:
-        # controller-runtime reads its serving certificate from $TMPDIR/k8s-webhook-server/...
-        proc = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "TMPDIR": str(workdir)}, start_new_session=True,
-        )  # fmt: skip
-    server = Manager(proc, log_path, argv)
-    try:
-        _wait_port(port, proc, log_path)
-        bundle = base64.b64encode(ca).decode()
-        for obj in manifest:
-            if obj.get("kind") not in (
-                "ValidatingWebhookConfiguration",
-                "MutatingWebhookConfiguration",
-            ):
-                continue
-            patch = []
-            for index, hook in enumerate(obj["webhooks"]):
-                path = hook["clientConfig"]["service"].get("path", "/")
-                patch.append({"op": "replace", "path": f"/webhooks/{index}/clientConfig",
-                              "value": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}})  # fmt: skip
-                if obj["kind"] == "ValidatingWebhookConfiguration":
-                    patch.append({"op": "replace", "path": f"/webhooks/{index}/failurePolicy",
-                                  "value": "Fail"})  # fmt: skip
-            cluster.kubectl("patch", obj["kind"].lower(), obj["metadata"]["name"],
-                            "--type=json", "-p", json.dumps(patch))  # fmt: skip
+    args = local_args(deployment, {"--server-addr": f"127.0.0.1:{port}"})
+    argv = [str(binary("webhook")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    # controller-runtime reads its serving certificate from $TMPDIR/k8s-webhook-server/...
+    with run_process(
+        argv, workdir / "webhook.log", env={"TMPDIR": str(workdir)}, what="operator webhook"
+    ) as server:
+        wait_port(port, server)
+        point_webhooks_at(cluster, manifest, port, ca)
         yield server
-    finally:
-        _stop(proc)
 
 
 # -- the operator's slurm.conf in the harness's slurmctld ----------------------------------------
@@ -609,26 +608,22 @@ def slurm_nodeset_name(nodeset: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``build``: build or reuse; ``path``: print the bin folder; ``available``: exit 0 when the
-    operator is (or could be built and now is) available, 3 when no source exists (one line),
-    2 when a build fails."""
+    """``build``: build or reuse and say where; ``path``: print the folder of the binaries.
+    Exit 2 with one line when the build fails."""
     parser = argparse.ArgumentParser(
         prog="python -m slinky_harness.operator", description=(__doc__ or "").split("\n")[0]
     )
-    parser.add_argument("command", choices=["build", "path", "available"])
+    parser.add_argument("command", choices=["build", "path"])
     args = parser.parse_args(argv)
     try:
-        bindir = ensure_operator()
-    except OperatorNotObtainable as exc:
-        print(f"operator: {exc}")  # stdout: nox -s cluster prints this one line
-        return 3
+        manager = binary("manager")
     except OperatorUnavailable as exc:
         print(f"operator: {exc}", file=sys.stderr)
         return 2
     if args.command == "path":
-        print(bindir)
+        print(manager.parent)
     else:
-        print(f"operator: {VERSION} in {bindir} ({(bindir / 'SOURCE').read_text().strip()})")
+        print(f"operator: {VERSION} manager and webhook in {manager.parent}")
     return 0
 
 

@@ -34,8 +34,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "operator: runs the real Slinky operator (slinky_harness.operator); nox -s cluster runs "
-        "these only where it can be built",
+        "operator: runs the real Slinky operator (slinky_harness.operator), built with the control "
+        "plane from tools/go.mod",
     )
 
 

@@ -5,10 +5,10 @@ so the releases, object counts, node annotations and Slurm lines it printed are 
 the API server and the fabric say; then the printed stop command must end every process. A failure
 injected after the cluster started must leave no process behind and print the error once.
 
-Where the real Slinky operator can be built (``slinky_harness.operator.ensure_operator``), the
-report must say it ran, as the chart's ServiceAccount, and slurmctld must have loaded the slurm.conf
-of the operator's ConfigMap (localised); where no source exists, the report must say NOT RUN and how
-to unblock it. ``--no-operator`` always takes the harness's slurm.conf.
+The real Slinky operator (built from its Go module with the control plane) always runs: the report
+must say it ran, as the chart's ServiceAccount, and slurmctld must have loaded the slurm.conf of the
+operator's ConfigMap (localised); no line may say NOT RUN. ``--no-operator`` takes the harness's
+slurm.conf and says so.
 """
 
 from __future__ import annotations
@@ -50,15 +50,6 @@ def processes_mentioning(path: Path) -> list[int]:
             except OSError:
                 continue
     return found
-
-
-def operator_available() -> bool:
-    """Whether the real operator runs here: built or buildable. A failed build fails the caller."""
-    try:
-        slinky_operator.ensure_operator()
-    except slinky_operator.OperatorNotObtainable:
-        return False
-    return True
 
 
 def _kubectl_json(env: dict[str, str], *args: str) -> Any:
@@ -212,14 +203,8 @@ def test_demo_report_matches_the_live_cluster(
 
         # Honesty: the operator line says whether it ran, and the slurm.conf is whose it says.
         conf = (work / "slurmctld" / "etc" / "slurm.conf").read_text()
-        if operator_available():
-            _check_operator_ran(out, conf, env, work)
-        else:
-            assert demo.OPERATOR_NOT_RUN in out, out
-            assert slinky_operator.SOURCE_ENV in demo.OPERATOR_NOT_RUN
-            assert "operator: RAN" not in out
-            assert "slurmctld 26.05" in out and "on the harness's slurm.conf" in out, out
-            assert "NOT by the Slinky operator" in conf
+        assert "NOT RUN" not in out, out
+        _check_operator_ran(out, conf, env, work)
     finally:
         if stop_line:
             subprocess.run(stop_line.group(1), shell=True, check=False, timeout=120)
