@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slinky_harness.core.progress import heartbeat
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
@@ -416,7 +418,12 @@ def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: boo
         logfile.write_text("", encoding="utf-8")
         try:
             tmp.chmod(0o755)
-            marker = _build(tmp, suite, debian_mirror(), logfile)
+            with heartbeat(
+                f"slurm chroot: debootstrap of Debian {suite} with Slurm {SLURM_SERIES} into {final}"
+                f" (log: {logfile})",
+                "about 1.5 min",
+            ):
+                marker = _build(tmp, suite, debian_mirror(), logfile)
             (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
             if final.exists():
                 old = base / f".old-{final.name}-{os.getpid()}"

@@ -1,0 +1,1 @@
+"""Mechanisms every part of the harness shares (one implementation each)."""
