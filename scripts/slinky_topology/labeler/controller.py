@@ -5,11 +5,21 @@
 * watcher: list Nodes (resourceVersion), then watch from it; a 410 Gone or any stream error
   re-lists (after a backoff for errors), so the controller survives API server restarts;
   bookmarks advance the resourceVersion; only label/annotation changes mark the cache dirty;
+* configmap watcher (unless ``--dry-run``): watches the one ConfigMap the labeler owns; when
+  it is deleted or changed by someone else, a pass restores it at once (not at the next resync);
 * elector (with ``--lease-name``): renews the Lease every retry period; only the leader writes;
 * main: after a change (debounced) or every ``--resync-seconds``, one pass:
   nodes -> :func:`reconcile.desired_state` -> :func:`reconcile.reconcile` -> publish
   (or print the diff with ``--dry-run``). Bad input keeps the last good state, records a
   Warning Event on the ConfigMap and counts ``errors_total{kind="validation"}``.
+
+Nothing blocks for long: every API call ends within ``--request-timeout`` and a watch silent
+for ``--watch-timeout`` plus that is dropped and restarted. Before every write (retries
+included) the controller checks that it is not stopping and that, as leader, the write ends
+before its Lease could pass to another instance. SIGTERM stops a pass at its next write, then
+the Lease is released: at most three request timeouts (the chart's grace period is sized to
+it). Each loop beats a heartbeat; ``/healthz`` fails when one has not beaten for
+``--stuck-seconds``.
 
 Offline: ``--from-nodes nodes.json`` (``kubectl get nodes -o json``) runs one dry pass without
 a cluster; ``--configmap-file`` gives the current topology.yaml to diff against.
@@ -36,9 +46,15 @@ import yaml
 from slinky_topology import __version__
 from slinky_topology.errors import InputError, TopologyError
 from slinky_topology.labeler.keys import OWNED_ANNOTATIONS
-from slinky_topology.labeler.kube import status_of
+from slinky_topology.labeler.kube import DEFAULT_TIMEOUT, status_of
 from slinky_topology.labeler.metrics import HealthServer, Metrics
-from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
+from slinky_topology.labeler.publish import (
+    Backoff,
+    Publisher,
+    PublishError,
+    TokenBucket,
+    WriteRefused,
+)
 from slinky_topology.labeler.reconcile import (
     CONFIGMAP_KEY,
     Plan,
@@ -52,7 +68,7 @@ from slinky_topology.sources.files import read_structured
 from slinky_topology.sources.k8s_nodes import PRESETS, node_items
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from slinky_topology.labeler.kube import ClusterAPI
     from slinky_topology.labeler.leader import LeaderElector
@@ -213,6 +229,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="leader election identity (default: $POD_NAME)",
     )
     run.add_argument(
+        "--request-timeout",
+        type=_positive,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"client timeout of every API call, connection included (default: {DEFAULT_TIMEOUT:g})",
+    )
+    run.add_argument(
+        "--watch-timeout",
+        type=_at_least_one,
+        default=60,
+        metavar="SECONDS",
+        help="the server ends each Node/ConfigMap watch after this long; a watch silent for "
+        "this plus --request-timeout is dropped and restarted (default: 60)",
+    )
+    run.add_argument(
+        "--stuck-seconds",
+        type=_positive,
+        metavar="SECONDS",
+        help="/healthz fails once a loop (watch, election, passes) made no progress for this "
+        "long (default: twice the longest quiet time, --watch-timeout plus --request-timeout "
+        "with the defaults: 140)",
+    )
+    run.add_argument(
         "--metrics-port", type=_port, default=8080, help="/metrics /healthz /readyz (0: off)"
     )
     run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
@@ -252,23 +291,29 @@ class Controller:
         metrics: Metrics | None = None,
         elector: LeaderElector | None = None,
         out: IO[str] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.args = args
         self.api = api
         self.metrics = metrics or Metrics()
         self.elector = elector
         self.out = out or sys.stdout
-        self._sleep = sleep
+        self.stop = threading.Event()
+        # sleeps (retry backoff, rate limit) end at once when the controller stops
+        self._sleep: Callable[[float], None] = sleep or self._wait
         self.selector = _selector(args.node_selector)
         self.nodes: dict[str, dict[str, Any]] = {}
         self.resource_version: str | None = None
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self.dirty = threading.Event()
-        self.stop = threading.Event()
         self.last_pass_ok: bool | None = None
         self._reported: tuple[str, str] | None = None  # the failure last told in an Event
+        # the owned ConfigMap's data as the last pass saw or wrote it (None: absent)
+        self._configmap_data: dict[str, str] | None = None
+        self._configmap_known = False
+        self.beats: dict[str, float] = {}
+        self.stuck_seconds: float = args.stuck_seconds or 2 * quiet_seconds(args)
         self.backoff = Backoff()
         self.publisher: Publisher | None = None
         if api is not None and not args.dry_run:
@@ -276,29 +321,59 @@ class Controller:
                 api,
                 namespace=args.namespace,
                 configmap=args.configmap,
-                limiter=TokenBucket(args.qps, args.burst),
+                limiter=TokenBucket(args.qps, args.burst, sleep=self._sleep),
                 backoff=self.backoff,
                 metrics=self.metrics,
-                sleep=sleep,
-                guard=self.may_write,
+                sleep=self._sleep,
+                guard=self._write_allowed,
                 workers=getattr(args, "write_workers", 1),
             )
+
+    def _wait(self, seconds: float) -> None:
+        self.stop.wait(seconds)
 
     # ---------------------------------------------------------------- leadership
 
     def may_write(self) -> bool:
-        """Writes are allowed without election, or while leader."""
-        return self.elector is None or self.elector.is_leader
+        """A write may start now: not stopping, and without election or while the Lease is
+        ours for at least one more request timeout (the write ends before it could pass on)."""
+        if self.stop.is_set():
+            return False
+        return self.elector is None or self.elector.may_write(self.args.request_timeout)
 
-    def elect_loop(self) -> None:
+    def _write_allowed(self) -> bool:
+        """The publisher's guard, asked before every try of every write: a pass that writes
+        is making progress (heartbeat), and :meth:`may_write` decides."""
+        self.beat("main")
+        return self.may_write()
+
+    def elect_loop(self, *, wait_first: bool = False) -> None:
+        """Election rounds every retry period until stopped (``wait_first``: the Lease was
+        just taken, so the first round is one period away)."""
         assert self.elector is not None
+        if wait_first:
+            self.beat("elect")
+            self.stop.wait(self.elector.retry_period)
         while not self.stop.is_set():
+            self.beat("elect")
             was = self.elector.is_leader
             now = self.elector.try_acquire_or_renew()
             self.metrics.leader.set(1 if now else 0)
             if now and not was:
                 self.dirty.set()  # a new leader reconciles at once
+            self.beat("elect")
             self.stop.wait(self.elector.retry_period)
+
+    # ---------------------------------------------------------------- liveness
+
+    def beat(self, loop: str) -> None:
+        """Record that ``loop`` made progress now."""
+        self.beats[loop] = time.monotonic()
+
+    def stuck_loops(self) -> list[str]:
+        """Loops that made no progress for ``stuck_seconds``."""
+        now = time.monotonic()
+        return sorted(n for n, t in list(self.beats.items()) if now - t > self.stuck_seconds)
 
     # ---------------------------------------------------------------- nodes
 
@@ -340,35 +415,96 @@ class Controller:
         if changed:
             self.dirty.set()
 
-    def watch_once(self, timeout_seconds: int = 300) -> None:
-        """List if needed, then consume one watch stream (returns at its timeout)."""
+    def watch_once(self, timeout_seconds: int | None = None) -> None:
+        """List if needed, then consume one watch stream (returns at its timeout; raises when
+        it stays silent past the timeout plus ``--request-timeout``)."""
         assert self.api is not None
         if self.resource_version is None:
             self.relist()
         assert self.resource_version is not None
-        for kind, obj in self.api.watch_nodes(self.resource_version, timeout_seconds):
+        seconds = timeout_seconds or self.args.watch_timeout
+        for kind, obj in self.api.watch_nodes(self.resource_version, seconds):
+            self.beat("watch")
             self.handle_event(kind, obj)
             if self.stop.is_set():
                 return
 
     def watch_loop(self) -> None:
+        self._watch_loop("watch", self.watch_once, self._forget_version)
+
+    def _forget_version(self) -> None:
+        self.resource_version = None  # re-list: the cache may have missed events
+
+    def _watch_loop(self, name: str, once: Callable[[], None], reset: Callable[[], None]) -> None:
+        """Run ``once`` until stopped; after an error ``reset``, then retry (410 Gone at once,
+        others after a backoff); a silent stream (read timeout) is an error like the others."""
         failures = 0
         delays = Backoff(initial=1.0, maximum=30.0, attempts=10).delays()
         while not self.stop.is_set():
+            self.beat(name)
             try:
-                self.watch_once()
+                once()
                 failures = 0
             except Exception as exc:
                 gone = (isinstance(exc, WatchGone) and exc.code == 410) or status_of(exc) == 410
-                self.resource_version = None  # re-list: the cache may have missed events
+                reset()
                 if gone:
-                    log.info("watch expired (410 Gone); re-listing")
+                    log.info("watch expired (410 Gone); re-listing", extra={"watch": name})
                     continue
                 self.metrics.errors.labels(kind="watch").inc()
                 delay = delays[min(failures, len(delays) - 1)]
                 failures += 1
-                log.warning("watch failed", extra={"error": str(exc)[:300], "retry_in": delay})
+                log.warning(
+                    "watch silent; restarting" if _is_timeout(exc) else "watch failed",
+                    extra={"watch": name, "error": str(exc)[:300], "retry_in": delay},
+                )
+                self.beat(name)
                 self.stop.wait(delay)
+
+    # ---------------------------------------------------------------- the owned ConfigMap
+
+    def configmap_seen(self, obj: Mapping[str, Any] | None) -> None:
+        """The owned ConfigMap as a watch shows it (``None``: deleted or absent). When it
+        differs from what the last pass saw or wrote, someone else changed or deleted it: a
+        pass restores it now."""
+        data = None if obj is None else dict(obj.get("data") or {})
+        with self.lock:
+            changed = self._configmap_known and data != self._configmap_data
+        if changed:
+            log.info(
+                "configmap changed by someone else; restoring it",
+                extra={"configmap": self.args.configmap, "deleted": data is None},
+            )
+            self.dirty.set()
+
+    def _configmap_now(self, data: Mapping[str, str] | None) -> None:
+        with self.lock:
+            self._configmap_data = None if data is None else dict(data)
+            self._configmap_known = True
+
+    def configmap_watch_once(self) -> None:
+        """Read the owned ConfigMap (by name), then watch it for one stream."""
+        assert self.api is not None
+        namespace, name = self.args.namespace, self.args.configmap
+        obj, version = self.api.list_configmap(namespace, name)
+        self.configmap_seen(obj)
+        events: Iterator[tuple[str, dict[str, Any]]] = self.api.watch_configmap(
+            namespace, name, version, self.args.watch_timeout
+        )
+        for kind, event in events:
+            self.beat("configmap-watch")
+            if kind == "ERROR":
+                code = event.get("code")
+                raise WatchGone(
+                    str(event.get("message", "")), code if isinstance(code, int) else None
+                )
+            if kind != "BOOKMARK":
+                self.configmap_seen(None if kind == "DELETED" else event)
+            if self.stop.is_set():
+                return
+
+    def configmap_watch_loop(self) -> None:
+        self._watch_loop("configmap-watch", self.configmap_watch_once, lambda: None)
 
     # ---------------------------------------------------------------- one pass
 
@@ -411,6 +547,7 @@ class Controller:
     def run_pass(self) -> bool:
         """One reconcile pass; return whether it succeeded (nothing bad was published)."""
         started = time.monotonic()
+        self.beat("main")
         with self.lock:
             items = list(self.nodes.values())
         self.metrics.nodes_seen.set(len(items))
@@ -430,12 +567,15 @@ class Controller:
             return self._failed(exc, "ApiError")
         for finding in desired.warnings:
             log.warning("topology warning", extra={"finding": str(finding)})
+        self.beat("main")
         try:
-            plan = reconcile(desired, current_from_items(items, self.current_configmap()))
+            configmap = self.current_configmap()
+            plan = reconcile(desired, current_from_items(items, configmap))
         except TopologyError as exc:
             return self._failed(exc, "InputInvalid")
         except Exception as exc:
             return self._failed(exc, "ApiError")
+        self.beat("main")
         if args.dry_run or self.publisher is None:
             self.out.write(
                 plan_json(plan)
@@ -444,8 +584,20 @@ class Controller:
             )
             self.out.flush()
             return self._ok(plan, 0, started)
+        # what the ConfigMap holds after this pass (the watch tells foreign changes from ours)
+        self._configmap_now(configmap if plan.configmap is None else desired.configmap)
         try:
             writes = self.publisher.apply(plan)
+        except WriteRefused as exc:
+            self.metrics.passes.labels(result="interrupted").inc()
+            self.last_pass_ok = False
+            stopping = self.stop.is_set()
+            log.log(
+                logging.INFO if stopping else logging.WARNING,
+                "pass stopped: shutting down" if stopping else "pass stopped: not the leader",
+                extra={"error": str(exc)[:300]},
+            )
+            return False
         except PublishError as exc:
             self.metrics.passes.labels(result="error").inc()
             self.last_pass_ok = False
@@ -496,17 +648,35 @@ class Controller:
         return self.synced.is_set()
 
     def live(self) -> bool:
-        return not self.stop.is_set()
+        """Live unless stopping, or a loop made no progress for ``stuck_seconds`` (every API
+        call has a timeout, so a loop that stops beating is stuck for good: restart it)."""
+        if self.stop.is_set():
+            return False
+        stuck = self.stuck_loops()
+        if stuck:
+            log.error(
+                "stuck: no progress; /healthz fails",
+                extra={"loops": stuck, "stuck_seconds": self.stuck_seconds},
+            )
+        return not stuck
 
     def run_forever(self) -> int:
         threads = [threading.Thread(target=self.watch_loop, name="watch", daemon=True)]
+        if self.publisher is not None:
+            threads.append(
+                threading.Thread(
+                    target=self.configmap_watch_loop, name="configmap-watch", daemon=True
+                )
+            )
         if self.elector is not None:
             threads.append(threading.Thread(target=self.elect_loop, name="elect", daemon=True))
+        self.beat("main")
         for t in threads:
             t.start()
         next_resync = time.monotonic() + self.args.resync_seconds
         try:
             while not self.stop.is_set():
+                self.beat("main")
                 timeout = max(0.0, next_resync - time.monotonic())
                 self.dirty.wait(timeout=min(timeout, 1.0))
                 due = time.monotonic() >= next_resync
@@ -515,7 +685,7 @@ class Controller:
                 if not (self.args.dry_run or self.may_write()):
                     continue  # a follower only watches; the new leader reconciles at once
                 if self.dirty.is_set() and self.args.debounce_seconds > 0:
-                    self.stop.wait(self.args.debounce_seconds)
+                    self._pause(self.args.debounce_seconds)
                 self.dirty.clear()
                 try:
                     self.run_pass()
@@ -525,10 +695,22 @@ class Controller:
                 next_resync = time.monotonic() + self.args.resync_seconds
         finally:
             self.stop.set()
-            if self.elector is not None:
-                self.elector.release()
-                self.metrics.leader.set(0)
+            self.release()
         return 0
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` (less when stopped), beating the main heartbeat each second."""
+        end = time.monotonic() + seconds
+        while not self.stop.is_set() and (left := end - time.monotonic()) > 0:
+            self.stop.wait(min(left, 1.0))
+            self.beat("main")
+
+    def release(self) -> None:
+        """Give the Lease up (when held): a successor need not wait for it to expire."""
+        if self.elector is not None:
+            released = self.elector.release()
+            self.metrics.leader.set(0)
+            log.info("stopped", extra={"lease_released": released})
 
 
 class WatchGone(Exception):
@@ -537,6 +719,23 @@ class WatchGone(Exception):
     def __init__(self, message: str, code: int | None) -> None:
         super().__init__(message or f"watch error {code}")
         self.code = code
+
+
+def quiet_seconds(args: argparse.Namespace) -> float:
+    """The longest a healthy loop goes without a heartbeat: a watch with no event (it ends
+    after ``--watch-timeout``, or is dropped ``--request-timeout`` later), an election round
+    (two calls) and its wait. ``--stuck-seconds`` must exceed it; the default is twice it."""
+    return float(
+        max(
+            args.watch_timeout + args.request_timeout,
+            args.retry_period + 2 * args.request_timeout,
+        )
+    )
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A client timeout (urllib3's ``ReadTimeoutError``/``ConnectTimeoutError``, socket)."""
+    return isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
 
 
 def _offline_nodes(path: str) -> list[dict[str, Any]]:
@@ -557,6 +756,22 @@ def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None) -> in
         return int(exc.code or 0)
     if not args.renew_deadline < args.lease_duration or not args.retry_period < args.renew_deadline:
         print("error: need --retry-period < --renew-deadline < --lease-duration", file=sys.stderr)
+        return 2
+    if args.lease_name and not args.request_timeout + args.retry_period < args.lease_duration:
+        print(
+            "error: need --request-timeout + --retry-period < --lease-duration (a write starts "
+            "only when it ends before the Lease could pass to another instance)",
+            file=sys.stderr,
+        )
+        return 2
+    quiet = quiet_seconds(args)
+    if args.stuck_seconds is not None and not args.stuck_seconds > quiet:
+        print(
+            f"error: --stuck-seconds must exceed {quiet:g} (--watch-timeout plus "
+            "--request-timeout, and --retry-period plus twice --request-timeout): a healthy "
+            "loop can be quiet that long",
+            file=sys.stderr,
+        )
         return 2
     if args.fabric_file and args.fabric_configmap:
         print("error: give --fabric-file or --fabric-configmap, not both", file=sys.stderr)
@@ -596,7 +811,7 @@ def _run_cluster(args: argparse.Namespace, out: IO[str] | None) -> int:
     elector = None
     if args.lease_name and not args.dry_run:
         elector = LeaderElector(
-            KubeLeaseAPI(api_client),
+            KubeLeaseAPI(api_client, timeout=args.request_timeout),
             name=args.lease_name,
             namespace=args.namespace,
             identity=args.identity,
@@ -606,18 +821,21 @@ def _run_cluster(args: argparse.Namespace, out: IO[str] | None) -> int:
         )
     metrics = Metrics()
     controller = Controller(
-        args, KubeClusterAPI(api_client), metrics=metrics, elector=elector, out=out
+        args,
+        KubeClusterAPI(api_client, timeout=args.request_timeout),
+        metrics=metrics,
+        elector=elector,
+        out=out,
     )
     server: HealthServer | None = None
     if args.metrics_port:
         server = HealthServer(
             metrics, args.metrics_port, live=controller.live, ready=controller.ready
         ).start()
+    handlers = _stop_on_signals(controller)
     try:
         if args.once:
             return _run_once(controller)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: controller.stop.set())
         log.info(
             "starting",
             extra={
@@ -630,8 +848,21 @@ def _run_cluster(args: argparse.Namespace, out: IO[str] | None) -> int:
         )
         return controller.run_forever()
     finally:
+        for sig, previous in handlers.items():
+            signal.signal(sig, previous)
         if server is not None:
             server.stop()
+
+
+def _stop_on_signals(controller: Controller) -> dict[int, Any]:
+    """SIGTERM/SIGINT stop the controller (the pass ends at its next write, the Lease is
+    released); return the handlers they replaced (none off the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, lambda *_: controller.stop.set())
+    return previous
 
 
 def _run_once(controller: Controller) -> int:
@@ -642,10 +873,17 @@ def _run_once(controller: Controller) -> int:
         return 1
     elector = controller.elector
     if elector is not None and not elector.try_acquire_or_renew():
+        if elector.last_error:
+            print(f"error: leader election failed: {elector.last_error}", file=sys.stderr)
+            return 1
         log.info("another instance is the leader; nothing to do")
         return 0
+    if elector is not None:  # keep the Lease through a long pass
+        threading.Thread(
+            target=controller.elect_loop, kwargs={"wait_first": True}, name="elect", daemon=True
+        ).start()
     try:
         return 0 if controller.run_pass() else 1
     finally:
-        if elector is not None:
-            elector.release()
+        controller.stop.set()
+        controller.release()

@@ -4,6 +4,12 @@
 real implementations wrap the ``kubernetes`` client (imported lazily), tests use in-memory fakes.
 Errors keep the client's ``ApiException`` (with ``.status``) or connection errors; use
 :func:`status_of` to read the HTTP status of any of them.
+
+Every call has a client-side timeout (``timeout`` seconds, connection included: a silent or
+stalled endpoint raises instead of blocking), and urllib3's own retries are off
+(:func:`load_clients`), so one call never takes longer than that: the callers retry, and check
+leadership before each try. A watch asks the server to end it after ``timeout_seconds`` and
+gives up when no byte came for ``timeout_seconds + timeout`` (a silent stream is dropped).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "ClusterAPI",
     "KubeClusterAPI",
     "KubeLeaseAPI",
@@ -24,6 +31,8 @@ __all__ = [
 ]
 
 MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_TIMEOUT = 10.0
+"""Seconds one API call may take, connection included (``--request-timeout``)."""
 
 
 def _raw_json(response: Any) -> Any:
@@ -61,6 +70,16 @@ class ClusterAPI(Protocol):
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
+    def list_configmap(self, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
+        """One ConfigMap by name (``None`` when absent) and the list's resourceVersion."""
+        ...
+
+    def watch_configmap(
+        self, namespace: str, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(event type, object) pairs of one ConfigMap from ``resource_version`` on."""
+        ...
+
     def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
 
     def replace_configmap(
@@ -83,7 +102,11 @@ class LeaseAPI(Protocol):
 
 
 def load_clients(kubeconfig: str | None = None) -> Any:
-    """A configured ``kubernetes.client.ApiClient`` (in-cluster, else kubeconfig)."""
+    """A configured ``kubernetes.client.ApiClient`` (in-cluster, else kubeconfig).
+
+    urllib3 retries are off: by default it tries a GET four times after a read timeout, which
+    would stretch every timeout fourfold; the labeler retries itself.
+    """
     from kubernetes import client, config  # noqa: PLC0415 - lazy: offline runs need no client
 
     if kubeconfig:
@@ -93,17 +116,41 @@ def load_clients(kubeconfig: str | None = None) -> Any:
             config.load_incluster_config()  # type: ignore[no-untyped-call]
         except config.ConfigException:
             config.load_kube_config()  # type: ignore[no-untyped-call]
-    return client.ApiClient()
+    configuration = client.Configuration.get_default_copy()
+    configuration.retries = False
+    return client.ApiClient(configuration)
+
+
+def _watch(
+    func: Any, timeout: float, timeout_seconds: int, **kwargs: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Events of one watch request: the server ends it after ``timeout_seconds``; the client
+    gives up on a stream silent for ``timeout_seconds + timeout`` (read timeout per chunk)."""
+    from kubernetes import watch  # noqa: PLC0415
+
+    watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]
+    stream = watcher.stream(
+        func,
+        deserialize=False,
+        timeout_seconds=timeout_seconds,
+        allow_watch_bookmarks=True,
+        _request_timeout=(timeout, timeout_seconds + timeout),
+        **kwargs,
+    )
+    for event in stream:
+        obj = event.get("object") or event.get("raw_object") or {}
+        yield str(event.get("type", "")), dict(obj)
 
 
 class KubeClusterAPI:
     """:class:`ClusterAPI` over ``kubernetes.client.CoreV1Api``."""
 
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Any, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         from kubernetes import client  # noqa: PLC0415
 
         self._client = api_client
         self._core: Any = client.CoreV1Api(api_client)
+        self.timeout = timeout
 
     def _plain(self, obj: Any) -> dict[str, Any]:
         data: dict[str, Any] = self._client.sanitize_for_serialization(obj)
@@ -114,7 +161,7 @@ class KubeClusterAPI:
         token: str | None = None
         version = ""
         while True:
-            kwargs: dict[str, Any] = {"limit": 500}
+            kwargs: dict[str, Any] = {"limit": 500, "_request_timeout": self.timeout}
             if label_selector:
                 kwargs["label_selector"] = label_selector
             if token:
@@ -130,59 +177,94 @@ class KubeClusterAPI:
     def watch_nodes(
         self, resource_version: str, timeout_seconds: int, label_selector: str | None = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        from kubernetes import watch  # noqa: PLC0415
-
-        kwargs: dict[str, Any] = {
-            "resource_version": resource_version,
-            "timeout_seconds": timeout_seconds,
-            "allow_watch_bookmarks": True,
-        }
+        kwargs: dict[str, Any] = {"resource_version": resource_version}
         if label_selector:
             kwargs["label_selector"] = label_selector
-        watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]
-        stream = watcher.stream(self._core.list_node, deserialize=False, **kwargs)
-        for event in stream:
-            obj = event.get("object") or event.get("raw_object") or {}
-            yield str(event.get("type", "")), dict(obj)
+        yield from _watch(self._core.list_node, self.timeout, timeout_seconds, **kwargs)
 
     def get_node(self, name: str) -> dict[str, Any]:
-        return self._plain(self._core.read_node(name))
+        return self._plain(self._core.read_node(name, _request_timeout=self.timeout))
 
     def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
         _raw_json(
             self._core.patch_node(
-                name, dict(body), _content_type=MERGE_PATCH, _preload_content=False
+                name,
+                dict(body),
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+                _request_timeout=self.timeout,
             )
         )
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return self._plain(self._core.read_namespaced_config_map(name, namespace))
+            return self._plain(
+                self._core.read_namespaced_config_map(
+                    name, namespace, _request_timeout=self.timeout
+                )
+            )
         except Exception as exc:
             if status_of(exc) == 404:
                 return None
             raise
 
+    def list_configmap(self, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
+        page = (
+            _raw_json(
+                self._core.list_namespaced_config_map(
+                    namespace,
+                    field_selector=f"metadata.name={name}",
+                    _preload_content=False,
+                    _request_timeout=self.timeout,
+                )
+            )
+            or {}
+        )
+        items = page.get("items") or []
+        version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        return (dict(items[0]) if items else None), version
+
+    def watch_configmap(
+        self, namespace: str, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        yield from _watch(
+            self._core.list_namespaced_config_map,
+            self.timeout,
+            timeout_seconds,
+            namespace=namespace,
+            field_selector=f"metadata.name={name}",
+            resource_version=resource_version,
+        )
+
     def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._plain(self._core.create_namespaced_config_map(namespace, dict(body)))
+        return self._plain(
+            self._core.create_namespaced_config_map(
+                namespace, dict(body), _request_timeout=self.timeout
+            )
+        )
 
     def replace_configmap(
         self, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        return self._plain(self._core.replace_namespaced_config_map(name, namespace, dict(body)))
+        return self._plain(
+            self._core.replace_namespaced_config_map(
+                name, namespace, dict(body), _request_timeout=self.timeout
+            )
+        )
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
-        self._core.create_namespaced_event(namespace, dict(body))
+        self._core.create_namespaced_event(namespace, dict(body), _request_timeout=self.timeout)
 
 
 class KubeLeaseAPI:
     """:class:`LeaseAPI` over ``kubernetes.client.CoordinationV1Api``."""
 
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Any, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         from kubernetes import client  # noqa: PLC0415
 
         self._client = api_client
         self._api: Any = client.CoordinationV1Api(api_client)
+        self.timeout = timeout
 
     def _plain(self, obj: Any) -> dict[str, Any]:
         data: dict[str, Any] = self._client.sanitize_for_serialization(obj)
@@ -190,14 +272,22 @@ class KubeLeaseAPI:
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return self._plain(self._api.read_namespaced_lease(name, namespace))
+            return self._plain(
+                self._api.read_namespaced_lease(name, namespace, _request_timeout=self.timeout)
+            )
         except Exception as exc:
             if status_of(exc) == 404:
                 return None
             raise
 
     def create_lease(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._plain(self._api.create_namespaced_lease(namespace, dict(body)))
+        return self._plain(
+            self._api.create_namespaced_lease(namespace, dict(body), _request_timeout=self.timeout)
+        )
 
     def replace_lease(self, namespace: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._plain(self._api.replace_namespaced_lease(name, namespace, dict(body)))
+        return self._plain(
+            self._api.replace_namespaced_lease(
+                name, namespace, dict(body), _request_timeout=self.timeout
+            )
+        )

@@ -6,6 +6,11 @@ leaseDurationSeconds`` has passed. Writes use the Lease's ``resourceVersion``, s
 candidates racing for an expired Lease cannot both win (the loser gets 409 Conflict). The
 leader stops writing when it could not renew within ``renew_deadline`` and releases the Lease
 (empty holder, ``leaseDurationSeconds: 1``) on shutdown so a successor starts at once.
+
+A write is started only while it can end before the Lease could pass to another instance
+(:meth:`LeaderElector.may_write`: renewed less than ``lease_duration - within`` seconds ago,
+``within`` being the client timeout of the write); callers check it before every try, retries
+included, so no write lands after the Lease was lost.
 """
 
 from __future__ import annotations
@@ -68,6 +73,9 @@ class LeaderElector:
         self.retry_period = retry_period
         self._clock = clock
         self._last_renew: float | None = None
+        self.last_error: str | None = None
+        """Why the last round failed (an API error, not a lost race); ``None`` after a round
+        that reached a decision."""
 
     @property
     def is_leader(self) -> bool:
@@ -75,6 +83,14 @@ class LeaderElector:
         return (
             self._last_renew is not None and self._clock() - self._last_renew < self.renew_deadline
         )
+
+    def may_write(self, within: float = 0.0) -> bool:
+        """Leader, and a write started now (taking at most ``within`` seconds) ends before the
+        Lease expires for the other candidates (``lease_duration`` after the last renewal)."""
+        last = self._last_renew
+        if last is None or not self.is_leader:
+            return False
+        return self._clock() - last + within < self.lease_duration
 
     def _body(self, spec: dict[str, Any], version: str | None) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
@@ -91,6 +107,7 @@ class LeaderElector:
         """One election round; return whether this instance holds the Lease now."""
         now = self._clock()
         stamp = format_time(now)
+        self.last_error = None
         try:
             lease = self.api.get_lease(self.namespace, self.name)
             if lease is None:
@@ -129,7 +146,8 @@ class LeaderElector:
             if status_of(exc) == 409:
                 self._lost("conflict")
                 return False
-            log.warning("lease round failed", extra={"lease": self.name, "error": str(exc)[:300]})
+            self.last_error = str(exc)[:300] or type(exc).__name__
+            log.warning("lease round failed", extra={"lease": self.name, "error": self.last_error})
             return self.is_leader
 
     def _won(self, now: float, how: str) -> bool:

@@ -14,7 +14,9 @@ name                                                   type     meaning
                                                                 last good), ``api``, ``api_retry``,
                                                                 ``watch``
 ``slinky_topology_labeler_last_success_timestamp``     gauge    Unix time of the last good pass
-``slinky_topology_labeler_passes_total{result}``       counter  passes: ``ok``, ``error``
+``slinky_topology_labeler_passes_total{result}``       counter  passes: ``ok``, ``error``,
+                                                                ``interrupted`` (stopping, or
+                                                                not the leader any more)
 ``slinky_topology_labeler_leader``                     gauge    1 while this pod is the leader
 =====================================================  =======  =================================
 """
@@ -70,7 +72,11 @@ class Metrics:
 
 
 class HealthServer:
-    """HTTP server: ``/metrics``, ``/healthz`` (``live()``), ``/readyz`` (``ready()``)."""
+    """HTTP server: ``/metrics``, ``/healthz`` (``live()``), ``/readyz`` (``ready()``).
+
+    Each request has its own thread, so the probes answer while the controller's loops are
+    busy or stuck (``live()`` then reports it).
+    """
 
     def __init__(
         self,

@@ -7,7 +7,11 @@
   (:func:`validate_topology_text`); a bad topology is never published: the last good ConfigMap
   stays, a Warning Event is recorded on it and the error metric counts it.
 * Every write waits for a token of a :class:`TokenBucket` (``--qps``/``--burst``) and API errors
-  are retried with exponential :class:`Backoff` (429, 5xx, 409 on replace, connection errors).
+  are retried with exponential :class:`Backoff` (429, 5xx, 409 on replace, connection errors
+  and timeouts).
+* ``guard`` is asked before every try of every write (retries included, and again between the
+  read and the write of the ConfigMap): once it says no (leadership lost, or the controller is
+  stopping) nothing more is sent and :class:`WriteRefused` ends the pass.
 * Node patches go out one at a time, or with ``workers`` > 1 (``--write-workers``) that many at
   once: a large first pass is bound by the round trip of each patch, not by the API server.
   The first failure stops new patches; it is raised once the ones in flight have ended.
@@ -45,6 +49,7 @@ __all__ = [
     "PublishError",
     "Publisher",
     "TokenBucket",
+    "WriteRefused",
     "retriable",
     "validate_topology_text",
     "with_retries",
@@ -59,6 +64,10 @@ RETRIABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 class PublishError(TopologyError):
     """Writing to the API failed after every retry."""
+
+
+class WriteRefused(PublishError):
+    """A write was not sent: the guard said no (not the leader any more, or stopping)."""
 
 
 class TokenBucket:
@@ -99,12 +108,17 @@ class TokenBucket:
                 return True
             return False
 
-    def acquire(self) -> float:
-        """Take a token, sleeping until one is available; return the seconds waited."""
+    def acquire(self, abort: Callable[[], bool] | None = None) -> float:
+        """Take a token, sleeping until one is available; return the seconds waited.
+
+        ``abort``: asked after each sleep; when true, return without a token.
+        """
         if self.qps <= 0:
             return 0.0
         waited = 0.0
         while True:
+            if waited and abort is not None and abort():
+                return waited
             with self._lock:
                 self._refill()
                 if self._tokens >= 1 - _EPSILON:
@@ -227,18 +241,30 @@ class Publisher:
         self.guard = guard
         self.workers = max(1, workers)
 
-    def _call(self, call: Callable[[], T], what: str) -> T:
-        self.limiter.acquire()
+    def _check(self, what: str) -> None:
+        """Raise :class:`WriteRefused` unless the guard allows a write now."""
         if not self.guard():
-            raise PublishError(f"{what}: not the leader any more; stopped writing")
+            raise WriteRefused(
+                f"{what}: not sent (not the leader any more, or stopping); stopped writing"
+            )
+
+    def _call(self, call: Callable[[], T], what: str) -> T:
+        def attempt() -> T:
+            self._check(what)
+            self.limiter.acquire(abort=lambda: not self.guard())
+            self._check(what)
+            return call()
+
         try:
             return with_retries(
-                call,
+                attempt,
                 self.backoff,
                 sleep=self._sleep,
                 what=what,
                 on_retry=lambda _: self.metrics.errors.labels(kind="api_retry").inc(),
             )
+        except WriteRefused:
+            raise
         except Exception as exc:
             self.metrics.errors.labels(kind="api").inc()
             raise PublishError(f"{what} failed: {exc}") from exc
@@ -303,7 +329,8 @@ class Publisher:
             "reportingComponent": MANAGED_BY,
         }
         try:
-            self.limiter.acquire()
+            self.limiter.acquire(abort=lambda: not self.guard())
+            self._check("create event")
             self.api.create_event(self.namespace, body)
             self.metrics.writes.labels(kind="event").inc()
         except Exception as exc:  # an Event is best effort
@@ -363,8 +390,11 @@ class Publisher:
         self._call(patch, f"patch node {name}")
 
     def _write_configmap(self, data: Mapping[str, str]) -> int:
+        what = f"write configmap {self.namespace}/{self.configmap}"
+
         def write() -> str:
             existing = self.api.get_configmap(self.namespace, self.configmap)
+            self._check(what)  # the read took time: may this instance still write?
             if existing is None:
                 self.api.create_configmap(self.namespace, self.configmap_body(data, None))
                 return "configmap_create"
@@ -376,7 +406,7 @@ class Publisher:
             )
             return "configmap_replace"
 
-        kind = self._call(write, f"write configmap {self.namespace}/{self.configmap}")
+        kind = self._call(write, what)
         if not kind:
             return 0
         self.metrics.writes.labels(kind=kind).inc()

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import select
+import socket
+import threading
+import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CLIQUE = "nvidia.com/gpu.clique"
 RACK_A = "7b968a6d-c8aa-45e1-9e07-e1e51be99c31"
@@ -78,9 +86,19 @@ def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
 
 
 class FakeCluster:
-    """:class:`~slinky_topology.labeler.kube.ClusterAPI` in memory, with call counters."""
+    """:class:`~slinky_topology.labeler.kube.ClusterAPI` in memory, with call counters.
+
+    Thread safe. Node watches yield ``watch_events`` and return at once, unless
+    ``block_watches`` is set: then, like a real watch, they last ``timeout_seconds`` (or until
+    :meth:`close`). ConfigMap watches stream the creates, replaces and deletes made here.
+    """
 
     def __init__(self, nodes: list[dict[str, Any]] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._closed = False
+        self.block_watches = False
+        self.cm_events: list[tuple[int, str, dict[str, Any]]] = []
         self.nodes: dict[str, dict[str, Any]] = {
             n["metadata"]["name"]: copy.deepcopy(n) for n in nodes or []
         }
@@ -100,14 +118,69 @@ class FakeCluster:
         self.version += 1
         return str(self.version)
 
+    def close(self) -> None:
+        """End every watch now."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def _wait(self, deadline: float) -> bool:
+        """Wait (lock held) for a change until ``deadline``; False once closed or past it."""
+        remaining = deadline - time.monotonic()
+        if self._closed or remaining <= 0:
+            return False
+        self._changed.wait(remaining)
+        return not self._closed
+
     def list_nodes(self, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
-        return [copy.deepcopy(n) for n in self.nodes.values()], str(self.version)
+        with self._lock:
+            return [copy.deepcopy(n) for n in self.nodes.values()], str(self.version)
 
     def watch_nodes(
         self, resource_version: str, timeout_seconds: int, label_selector: str | None = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        events, self.watch_events = self.watch_events, []
+        with self._lock:
+            events, self.watch_events = self.watch_events, []
         yield from events
+        if self.block_watches:
+            deadline = time.monotonic() + timeout_seconds
+            with self._changed:
+                while self._wait(deadline):
+                    pass
+
+    def list_configmap(self, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
+        with self._lock:
+            return self.get_configmap(namespace, name), str(self.version)
+
+    def watch_configmap(
+        self, namespace: str, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        deadline = time.monotonic() + timeout_seconds
+        seen = int(resource_version or 0)
+        while True:
+            with self._changed:
+                while not self.cm_events or self.cm_events[-1][0] <= seen:
+                    if not self._wait(deadline):
+                        return
+                events = [e for e in self.cm_events if e[0] > seen]
+                seen = events[-1][0]
+            for _, kind, obj in events:
+                meta = obj["metadata"]
+                if (meta.get("namespace", namespace), meta["name"]) == (namespace, name):
+                    yield kind, copy.deepcopy(obj)
+
+    def _cm_event(self, kind: str, obj: dict[str, Any]) -> None:
+        with self._changed:
+            version = int(obj["metadata"]["resourceVersion"])
+            self.cm_events.append((version, kind, copy.deepcopy(obj)))
+            self._changed.notify_all()
+
+    def delete_configmap(self, namespace: str, name: str) -> None:
+        """Someone else deletes a ConfigMap."""
+        with self._lock:
+            obj = self.configmaps.pop((namespace, name))
+            obj["metadata"]["resourceVersion"] = self._bump()
+            self._cm_event("DELETED", obj)
 
     def get_node(self, name: str) -> dict[str, Any]:
         if name not in self.nodes:
@@ -115,45 +188,52 @@ class FakeCluster:
         return copy.deepcopy(self.nodes[name])
 
     def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
-        self._maybe_fail()
-        if name not in self.nodes:
-            raise ApiError(404, "node not found")
-        self.patches.append((name, copy.deepcopy(dict(body))))
-        _merge(self.nodes[name], body)
-        self.nodes[name]["metadata"]["resourceVersion"] = self._bump()
+        with self._lock:
+            self._maybe_fail()
+            if name not in self.nodes:
+                raise ApiError(404, "node not found")
+            self.patches.append((name, copy.deepcopy(dict(body))))
+            _merge(self.nodes[name], body)
+            self.nodes[name]["metadata"]["resourceVersion"] = self._bump()
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
-        found = self.configmaps.get((namespace, name))
-        return copy.deepcopy(found) if found is not None else None
+        with self._lock:
+            found = self.configmaps.get((namespace, name))
+            return copy.deepcopy(found) if found is not None else None
 
     def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        self._maybe_fail()
-        name = body["metadata"]["name"]
-        if (namespace, name) in self.configmaps:
-            raise ApiError(409, "exists")
-        obj = copy.deepcopy(dict(body))
-        obj["metadata"]["resourceVersion"] = self._bump()
-        self.configmaps[(namespace, name)] = obj
-        self.cm_writes.append("create")
-        return copy.deepcopy(obj)
+        with self._lock:
+            self._maybe_fail()
+            name = body["metadata"]["name"]
+            if (namespace, name) in self.configmaps:
+                raise ApiError(409, "exists")
+            obj = copy.deepcopy(dict(body))
+            obj["metadata"]["resourceVersion"] = self._bump()
+            self.configmaps[(namespace, name)] = obj
+            self.cm_writes.append("create")
+            self._cm_event("ADDED", obj)
+            return copy.deepcopy(obj)
 
     def replace_configmap(
         self, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        self._maybe_fail()
-        old = self.configmaps.get((namespace, name))
-        if old is None:
-            raise ApiError(404, "not found")
-        if body["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]:
-            raise ApiError(409, "conflict")
-        obj = copy.deepcopy(dict(body))
-        obj["metadata"]["resourceVersion"] = self._bump()
-        self.configmaps[(namespace, name)] = obj
-        self.cm_writes.append("replace")
-        return copy.deepcopy(obj)
+        with self._lock:
+            self._maybe_fail()
+            old = self.configmaps.get((namespace, name))
+            if old is None:
+                raise ApiError(404, "not found")
+            if body["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]:
+                raise ApiError(409, "conflict")
+            obj = copy.deepcopy(dict(body))
+            obj["metadata"]["resourceVersion"] = self._bump()
+            self.configmaps[(namespace, name)] = obj
+            self.cm_writes.append("replace")
+            self._cm_event("MODIFIED", obj)
+            return copy.deepcopy(obj)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
-        self.events.append(copy.deepcopy(dict(body)))
+        with self._lock:
+            self.events.append(copy.deepcopy(dict(body)))
 
 
 class FakeLeases:
@@ -209,3 +289,71 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+class SilentServer:
+    """A loopback TCP server standing in for a stalled API server: it accepts connections and
+    never answers (``headers=True``: it answers each request with the headers of a chunked 200
+    response, then nothing: a silent watch stream). Every socket is closed on exit, or after
+    ``lifetime`` seconds at the latest, so a test that hangs on it cannot hang for ever."""
+
+    def __init__(self, *, headers: bool = False, lifetime: float = 30.0) -> None:
+        self.headers = headers
+        self.lifetime = lifetime
+        self.connections: list[socket.socket] = []
+        self._listener = socket.socket()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="silent-server", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
+
+    def __enter__(self) -> SilentServer:
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        deadline = time.monotonic() + self.lifetime
+        pending: dict[socket.socket, bytes] = {}
+        try:
+            while not self._done.is_set() and time.monotonic() < deadline:
+                readable, _, _ = select.select([self._listener, *pending], [], [], 0.05)
+                for sock in readable:
+                    if sock is self._listener:
+                        conn, _ = self._listener.accept()
+                        self.connections.append(conn)
+                        if self.headers:
+                            pending[conn] = b""
+                        continue
+                    chunk = sock.recv(65536)
+                    pending[sock] += chunk
+                    if b"\r\n\r\n" in pending[sock] or not chunk:
+                        del pending[sock]
+                        with contextlib.suppress(OSError):
+                            sock.sendall(
+                                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                b"Transfer-Encoding: chunked\r\n\r\n"
+                            )
+        finally:
+            for conn in self.connections:
+                conn.close()
+
+    def kubeconfig(self, folder: Path) -> Path:
+        """A kubeconfig whose server is this one (plain HTTP, a token that is never checked)."""
+        path = folder / "silent.kubeconfig"
+        path.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters: [{{name: silent, cluster: {{server: 'http://127.0.0.1:{self.port}'}}}}]\n"
+            "users: [{name: u, user: {token: not-checked}}]\n"
+            "contexts: [{name: c, context: {cluster: silent, user: u}}]\n"
+            "current-context: c\n"
+        )
+        return path

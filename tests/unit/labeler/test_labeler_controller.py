@@ -99,6 +99,10 @@ def test_bad_input_and_usage_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     assert _run(["--preset", "nope"])[0] == 2
     assert _run(["--configmap-file", "x"])[0] == 2
     assert _run(["--renew-deadline", "20"])[0] == 2
+    # a write must end before the Lease could pass on: 14 s + 2 s of retry period > 15 s
+    assert _run(["--lease-name", "x", "--request-timeout", "14"])[0] == 2
+    # /healthz must not fail on a quiet watch: it lasts up to 60 s + 10 s
+    assert _run(["--stuck-seconds", "30"])[0] == 2
     assert "error" in capsys.readouterr().err
 
 
@@ -137,6 +141,9 @@ def test_pass_publishes_then_bad_input_keeps_last_good(tmp_path: Path) -> None:
 def test_follower_does_not_write() -> None:
     class NotLeader:
         is_leader = False
+
+        def may_write(self, within: float = 0.0) -> bool:
+            return False
 
     api = FakeCluster(tiered_fleet())
     ctl = Controller(_args(), api, elector=NotLeader(), sleep=lambda _: None)  # type: ignore[arg-type]

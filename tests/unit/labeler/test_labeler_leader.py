@@ -116,3 +116,29 @@ def test_only_one_leader_among_many_candidates() -> None:
         for c in candidates:
             c.try_acquire_or_renew()
         assert sum(c.is_leader for c in candidates) == 1
+
+
+def test_may_write_only_while_a_write_ends_before_the_lease_could_pass_on() -> None:
+    """A write taking up to ``within`` seconds starts only if it ends before the Lease expires
+    for the others (15 s after the renewal), and while the renewal is within the deadline."""
+    api, clock = FakeLeases(), FakeClock()
+    a = _elector(api, clock, "a")
+    assert not a.may_write(), "not leader yet"
+    a.try_acquire_or_renew()
+    clock.advance(4.9)
+    assert a.may_write(10) and a.may_write(2)
+    clock.advance(0.1)
+    assert not a.may_write(10), "5 s + 10 s would end at the Lease's expiry"
+    assert a.may_write(2)
+    clock.advance(5)
+    assert not a.may_write(2) and not a.is_leader, "past the renew deadline"
+    assert a.try_acquire_or_renew() and a.may_write(10), "renewed"
+
+
+def test_a_failed_round_says_why() -> None:
+    api, clock = FakeLeases(), FakeClock()
+    a = _elector(api, clock, "a")
+    api.fail.append(TimeoutError("read timed out"))
+    assert not a.try_acquire_or_renew()
+    assert a.last_error == "read timed out"
+    assert a.try_acquire_or_renew() and a.last_error is None
