@@ -1,5 +1,8 @@
 """Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (for slinky_harness.slurm).
 
+It holds slurmctld, slurmd, the client commands, slurmrestd, the ``slurm-wlm-emulator`` build (many
+slurmd per host), slurmdbd and MariaDB (for :mod:`slinky_harness.slurmdbd`).
+
 The chroot lives outside the clone, in
 ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/<suite>-<slurm series>/``
 (``sid-26.05``). It is built with ``debootstrap --variant=minbase`` in a temporary folder next to
@@ -39,10 +42,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
+    "ACCOUNTING_PACKAGES",
     "CHROOT_ENV",
     "CHROOT_RECIPE",
     "SLURM_SERIES",
     "SUITE",
+    "TEST_GROUP",
+    "TEST_USERS",
     "ChrootInfo",
     "SlurmChrootError",
     "cache_root",
@@ -64,7 +70,21 @@ PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurm-wlm-jwt-plugin", "slur
 plugin: the Slinky operator's slurm.conf sets ``AuthAltTypes=auth/jwt``."""
 OPTIONAL_PACKAGES = ("slurm-wlm-emulator", "slurm-client-emulator")
 """Installed afterwards when the suite has them (many slurmd per host); presence is recorded."""
-CHROOT_RECIPE = 2
+ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server-core", "mariadb-client-core")
+"""Installed afterwards (required): slurmdbd 26.05 (with ``slurm-wlm-mysql-plugin``) and MariaDB
+from Debian's ``mariadb`` source. ``mariadb-server-core`` is the server that ``mariadb-server``
+depends on (``mariadbd``, ``mariadb-install-db``, the system-table SQL); ``mariadb-server`` itself
+only adds the system service (init script, systemd unit, a ``mysql`` user, galera, perl tools) and a
+postinst that creates and starts a system instance, none of which a private per-session instance
+(:mod:`slinky_harness.slurmdbd`) uses. ``mariadb-client-core``: ``mariadb`` and
+``my_print_defaults`` (``mariadb-install-db`` needs it)."""
+TEST_USERS: Mapping[str, int] = {"alice": 2001, "bob": 2002, "carol": 2003, "dave": 2004}
+"""Ordinary users (name -> uid) in the chroot, all in group :data:`TEST_GROUP`: jobs of users who
+are not root (fair share between accounts, a first job without an association). Clients run as one
+with ``SlurmCtld.run(..., user="alice")``."""
+TEST_GROUP = ("slinky", 2000)
+"""Group (name, gid) of the :data:`TEST_USERS`."""
+CHROOT_RECIPE = 3
 """Bump when the build steps change: chroots built by another recipe are rebuilt."""
 MARKER = ".slinky-chroot.json"
 MOUNT_POINT = "/srv/slinky"
@@ -88,6 +108,8 @@ class ChrootInfo:
     emulator: bool
     """Whether ``slurm-wlm-emulator`` (``slurmctld-wlm-emulator``, ``slurmd-wlm-emulator``) is
     installed."""
+    accounting: bool
+    """Whether slurmdbd and MariaDB (:data:`ACCOUNTING_PACKAGES`) are installed (recipe >= 3)."""
     mirror: str
     build_seconds: float
     slurm_uid: int
@@ -299,6 +321,7 @@ def _read_marker(root: Path) -> ChrootInfo | None:
             suite=str(data["suite"]),
             slurm_version=str(data["slurm_version"]),
             emulator=bool(data["emulator"]),
+            accounting=bool(data.get("accounting", False)),
             mirror=str(data["mirror"]),
             build_seconds=float(data["build_seconds"]),
             slurm_uid=int(data["slurm_uid"]),
@@ -314,6 +337,21 @@ def _slurm_ids(root: Path) -> tuple[int, int]:
         if fields[0] == "slurm":
             return int(fields[2]), int(fields[3])
     raise SlurmChrootError(f"no slurm user in {root}/etc/passwd")
+
+
+def _add_test_users(root: Path) -> None:
+    """Append :data:`TEST_USERS` and :data:`TEST_GROUP` to the chroot's account files."""
+    group, gid = TEST_GROUP
+    with (root / "etc/group").open("a", encoding="utf-8") as f:
+        f.write(f"{group}:x:{gid}:\n")
+    with (root / "etc/passwd").open("a", encoding="utf-8") as f:
+        for name, uid in TEST_USERS.items():
+            f.write(f"{name}:x:{uid}:{gid}:slinky test user:/nonexistent:/bin/sh\n")
+    shadow = root / "etc/shadow"
+    if shadow.exists():
+        with shadow.open("a", encoding="utf-8") as f:
+            for name in TEST_USERS:
+                f.write(f"{name}:!:19000::::::\n")
 
 
 def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, object]:
@@ -344,25 +382,34 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
             f"Debian {suite} has slurmctld {version or '(none)'}, the suite is pinned to "
             f"Slurm {SLURM_SERIES}.x"
         )
+    # No package may start a service in the chroot (slurmdbd's postinst would try): invoke-rc.d
+    # asks policy-rc.d, and 101 means "not allowed".
+    policy = tmp / "usr/sbin/policy-rc.d"
+    policy.write_text("#!/bin/sh\n# slinky chroot: no services start here\nexit 101\n")
+    policy.chmod(0o755)
     available = [
         p
         for p in OPTIONAL_PACKAGES
         if inside("apt-cache", "show", "--no-all-versions", p, capture=True)
     ]
-    if available:
-        inside("apt-get", "install", "-y", "--no-install-recommends", *available)
+    inside("apt-get", "install", "-y", "--no-install-recommends", *available, *ACCOUNTING_PACKAGES)
     emulator = "slurm-wlm-emulator" in available
+    dbd = inside("dpkg-query", "-W", "-f", "${Version}", "slurmdbd", capture=True).strip()
+    if dbd != version:
+        raise SlurmChrootError(f"slurmdbd {dbd or '(none)'} does not match slurmctld {version}")
     inside("apt-get", "clean")
     (tmp / "etc/hosts").write_text(
         "127.0.0.1 localhost slurmctld\n::1 localhost\n", encoding="utf-8"
     )
     (tmp / MOUNT_POINT.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    _add_test_users(tmp)
     uid, gid = _slurm_ids(tmp)
     return {
         "recipe": CHROOT_RECIPE,
         "suite": suite,
         "slurm_version": version,
         "emulator": emulator,
+        "accounting": True,
         "optional_packages": available,
         "mirror": mirror,
         "build_seconds": round(time.monotonic() - started, 1),
@@ -392,8 +439,8 @@ def chroot_info(root: Path | None = None) -> ChrootInfo:
 def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: bool = False) -> Path:
     """Return the path of a complete Slurm 26.05 chroot, building it first when needed.
 
-    Warm (marker present and current): returns at once, without network. Cold: about 1.5 minutes
-    and 300 MB (debootstrap from :func:`debian_mirror`). Concurrent callers (processes) serialise on
+    Warm (marker present and current): returns at once, without network. Cold: about 2 minutes
+    and 310 MB (debootstrap from :func:`debian_mirror`). Concurrent callers (processes) serialise on
     a lock file; a build interrupted at any point leaves only a ``.build-*`` folder, removed by the
     next build.
     Must run as root on Linux.
@@ -421,7 +468,7 @@ def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: boo
             with heartbeat(
                 f"slurm chroot: debootstrap of Debian {suite} with Slurm {SLURM_SERIES} into {final}"
                 f" (log: {logfile})",
-                "about 1.5 min",
+                "about 2 min",
             ):
                 marker = _build(tmp, suite, debian_mirror(), logfile)
             (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
