@@ -12,6 +12,10 @@ length of its lower bound as written (``n[08-10]`` is ``n08,n09,n10``; ``n[8-010
 Compression follows Slurm's hostname model: the numeric part is the run of trailing digits; a
 name whose trailing digit run is longer than 18 digits is kept literally (Slurm keeps such numbers
 in an ``unsigned long``). Output is sorted and de-duplicated, so it does not depend on input order.
+
+Size: :func:`count` tells how many hosts an expression names without expanding it, and
+:func:`expand` refuses one naming more than Slurm's 65,536 hosts (all ranges together) before it
+builds a single name, so ``n[0-999999][0-999999]`` costs microseconds, not gigabytes.
 """
 
 from __future__ import annotations
@@ -21,16 +25,32 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from slinky_topology.errors import InputError
+from slinky_topology.limits import MAX_HOSTS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["MAX_NUM_DIGITS", "MAX_RANGE_HOSTS", "compress", "expand", "is_valid", "sort_hosts"]
+__all__ = [
+    "MAX_HOSTS",
+    "MAX_NUM_DIGITS",
+    "MAX_RANGE_HOSTS",
+    "compress",
+    "count",
+    "expand",
+    "is_valid",
+    "sort_hosts",
+]
 
 MAX_NUM_DIGITS = 18
-MAX_RANGE_HOSTS = 1 << 20
+#: Most hosts one hostlist may name, across all its ranges (Slurm's node limit).
+MAX_RANGE_HOSTS = MAX_HOSTS
 _FORBIDDEN = frozenset("[], \t\n\r")
 _DIGITS = frozenset("0123456789")
+_MAX_RANGE_DIGITS = 64  # a host name is at most 64 characters; int() of 4301 digits fails
+
+# One bracket group: its ranges as (lo, hi, width); a literal piece is a str.
+_Range = tuple[int, int, int]
+_Piece = str | list[_Range]
 
 
 def _split_top(text: str) -> list[str]:
@@ -56,54 +76,98 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
-def _expand_ranges(body: str, text: str) -> list[str]:
-    """Expand the inside of one bracket group (``1,3,05-07``) into formatted numbers."""
-    out: list[str] = []
+def _ranges(body: str, text: str) -> list[_Range]:
+    """Parse the inside of one bracket group (``1,3,05-07``) without expanding it."""
+    out: list[_Range] = []
     for item in body.split(","):
         lo_s, sep, hi_s = item.partition("-")
         if not lo_s or not set(lo_s) <= _DIGITS or (sep and (not hi_s or not set(hi_s) <= _DIGITS)):
             raise InputError(f"bad range {item!r} in hostlist {text!r} (use N or N-M, digits only)")
+        if max(len(lo_s), len(hi_s)) > _MAX_RANGE_DIGITS:
+            raise InputError(
+                f"range {item[:20]!r}... in hostlist {text[:40]!r}... has numbers of more than "
+                f"{_MAX_RANGE_DIGITS} digits"
+            )
         lo = int(lo_s)
         hi = int(hi_s) if sep else lo
         if hi < lo:
             raise InputError(f"range {item!r} in hostlist {text!r} goes backwards")
-        if hi - lo + 1 > MAX_RANGE_HOSTS:
-            raise InputError(f"range {item!r} in hostlist {text!r} is too large")
-        width = len(lo_s)
-        out.extend(f"{n:0{width}d}" for n in range(lo, hi + 1))
+        out.append((lo, hi, len(lo_s)))
     return out
 
 
-def _expand_one(expr: str, text: str) -> list[str]:
-    pieces: list[list[str]] = []
-    i = 0
-    while i < len(expr):
-        j = expr.find("[", i)
-        if j < 0:
-            pieces.append([expr[i:]])
-            break
-        if j > i:
-            pieces.append([expr[i:j]])
-        k = expr.index("]", j)
-        pieces.append(_expand_ranges(expr[j + 1 : k], text))
-        i = k + 1
-    if len(pieces) == 1:
-        return pieces[0]
-    return ["".join(p) for p in itertools.product(*pieces)]
+def _parse(text: str) -> list[list[_Piece]]:
+    """Each top-level expression of ``text`` as literal pieces and bracket groups."""
+    if any(c in " \t\n\r" for c in text):
+        raise InputError(f"whitespace in hostlist {text!r}")
+    exprs: list[list[_Piece]] = []
+    for expr in _split_top(text):
+        if not expr:
+            continue
+        pieces: list[_Piece] = []
+        i = 0
+        while i < len(expr):
+            j = expr.find("[", i)
+            if j < 0:
+                pieces.append(expr[i:])
+                break
+            if j > i:
+                pieces.append(expr[i:j])
+            k = expr.index("]", j)
+            pieces.append(_ranges(expr[j + 1 : k], text))
+            i = k + 1
+        exprs.append(pieces)
+    return exprs
 
 
-def expand(text: str) -> list[str]:
+def _count(exprs: list[list[_Piece]]) -> int:
+    total = 0
+    for pieces in exprs:
+        n = 1
+        for piece in pieces:
+            if not isinstance(piece, str):
+                n *= sum(hi - lo + 1 for lo, hi, _ in piece)
+        total += n
+    return total
+
+
+def count(text: str) -> int:
+    """How many host names ``text`` expands to, computed without expanding it.
+
+    Raises :class:`InputError` for malformed input, like :func:`expand`.
+    """
+    return _count(_parse(text))
+
+
+def expand(text: str, limit: int | None = MAX_HOSTS) -> list[str]:
     """Expand a Slurm hostlist expression into host names, in written order.
 
     Raises :class:`InputError` for malformed input (unbalanced or nested brackets, bad or
-    backwards ranges, whitespace). Empty list elements are skipped, as Slurm does.
+    backwards ranges, whitespace) and, before expanding anything, when the expression names more
+    than ``limit`` hosts in all (default: Slurm's 65,536; ``None``: no limit). Empty list
+    elements are skipped, as Slurm does.
     """
-    if any(c in " \t\n\r" for c in text):
-        raise InputError(f"whitespace in hostlist {text!r}")
+    exprs = _parse(text)
+    if limit is not None:
+        total = _count(exprs)
+        if total > limit:
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise InputError(
+                f"hostlist {shown!r} names {total:,} hosts, too large: at most {limit:,} "
+                "(fix the ranges or split the nodes)"
+            )
     hosts: list[str] = []
-    for expr in _split_top(text):
-        if expr:
-            hosts.extend(_expand_one(expr, text))
+    for pieces in exprs:
+        groups = [
+            [piece]
+            if isinstance(piece, str)
+            else [f"{n:0{w}d}" for lo, hi, w in piece for n in range(lo, hi + 1)]
+            for piece in pieces
+        ]
+        if len(groups) == 1:
+            hosts.extend(groups[0])
+        else:
+            hosts.extend("".join(p) for p in itertools.product(*groups))
     return hosts
 
 
@@ -190,4 +254,4 @@ def _ranged(prefix: str, entries: set[tuple[int, str]]) -> str:
 
 def sort_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     """The hosts de-duplicated, in canonical order (that of ``expand(compress(hosts))``)."""
-    return tuple(expand(compress(hosts)))
+    return tuple(expand(compress(hosts), limit=None))

@@ -4,16 +4,22 @@ They return the same :class:`~slinky_topology.model.TopologyDoc` the generator b
 ``parse(render(doc)) == doc``. Syntax errors raise :class:`~slinky_topology.errors.InputError`
 with ``path:line``; semantic rules are left to :mod:`slinky_topology.validate` (so a parsed file
 with duplicate names still loads and is reported in full).
+
+Inputs are bounded before they are expanded: YAML through :mod:`slinky_topology.limits` (nesting,
+aliases), and the host names of one file through a budget of
+:data:`~slinky_topology.limits.MAX_FILE_HOSTS`, counted before each hostlist is expanded.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
 from slinky_topology import hostlist
 from slinky_topology.errors import InputError
+from slinky_topology.limits import MAX_FILE_HOSTS, compose_and_load_yaml
 from slinky_topology.model import (
     Block,
     BlockSpec,
@@ -28,21 +34,37 @@ __all__ = ["detect_format", "parse_topology_conf", "parse_topology_file", "parse
 
 _SWITCH_KEYS = {"switchname", "switches", "nodes", "linkspeed"}
 _BLOCK_KEYS = {"blockname", "nodes"}
+_SIZE_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
 
 
 def _where(location: str | None, line: int) -> str:
     return f"{location}:{line}" if location else f"line {line}"
 
 
-def _hosts(value: str, where: str) -> tuple[str, ...]:
-    try:
-        return tuple(hostlist.expand(value))
-    except InputError as exc:
-        raise InputError(exc.message, location=where) from None
+class _Budget:
+    """Host names one file may still list (counted before each hostlist is expanded)."""
+
+    def __init__(self, left: int = MAX_FILE_HOSTS) -> None:
+        self.left = left
+
+    def hosts(self, value: str, where: str) -> tuple[str, ...]:
+        try:
+            n = hostlist.count(value)
+            if self.left < n <= hostlist.MAX_HOSTS:
+                raise InputError(
+                    f"the file lists more than {MAX_FILE_HOSTS:,} host names by here "
+                    "(16 topologies of Slurm's 65,536 nodes); split it or fix the ranges"
+                )
+            self.left -= n
+            return tuple(hostlist.expand(value))
+        except InputError as exc:
+            raise InputError(exc.message, location=where) from None
 
 
 def parse_topology_conf(text: str, location: str | None = None) -> TopologyDoc:
     """Parse topology.conf (tree or block) into a one-topology doc named ``default``."""
+    budget = _Budget()
+    _hosts = budget.hosts
     switches: list[TreeSwitch] = []
     blocks: list[Block] = []
     sizes: tuple[int, ...] | None = None
@@ -125,15 +147,8 @@ def _str(value: Any, what: str, where: str) -> str:
 
 def parse_topology_yaml(text: str, location: str | None = None) -> TopologyDoc:
     """Parse topology.yaml: a list of ``{topology, cluster_default, tree|block|flat}`` items."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = _where(location, mark.line + 1) if mark is not None else location
-        raise InputError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}", location=where
-        ) from None
+    root, data = compose_and_load_yaml(text, location or "<topology.yaml>")
+    budget = _Budget()
     if root is None:
         return TopologyDoc(())
     if not isinstance(root, yaml.SequenceNode) or not isinstance(data, list):
@@ -165,9 +180,9 @@ def parse_topology_yaml(text: str, location: str | None = None) -> TopologyDoc:
         value = item[kind]
         spec: TreeSpec | BlockSpec | FlatSpec
         if kind == "tree":
-            spec = _parse_tree(value, value_node, location, name)
+            spec = _parse_tree(value, value_node, location, name, budget)
         elif kind == "block":
-            spec = _parse_block(value, value_node, location, name)
+            spec = _parse_block(value, value_node, location, name, budget)
         elif kind == "flat":
             if value is not True and not (
                 isinstance(value, dict) and set(value) <= {"alpha_step_rank"}
@@ -191,7 +206,8 @@ def _items(
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise InputError(f"{name}: expected a mapping", location=where)
     lst = value.get(key, [])
-    lst_node = next((v for k, _, v in _mapping_keys(node) if k == key), None)
+    # the last one: with a key given twice, YAML keeps the last value
+    lst_node = next((v for k, _, v in reversed(_mapping_keys(node)) if k == key), None)
     if not isinstance(lst, list) or (lst and not isinstance(lst_node, yaml.SequenceNode)):
         raise InputError(f"{name}: {key} must be a list", location=where)
     out: list[tuple[dict[str, Any], int]] = []
@@ -206,11 +222,14 @@ def _items(
     return out
 
 
-def _parse_tree(value: Any, node: yaml.Node, location: str | None, name: str) -> TreeSpec:
+def _parse_tree(
+    value: Any, node: yaml.Node, location: str | None, name: str, budget: _Budget
+) -> TreeSpec:
+    _hosts = budget.hosts
     unknown = set(value) - {"switches"} if isinstance(value, dict) else set()
     if unknown:
         raise InputError(
-            f"{name}: unknown tree key {sorted(unknown)[0]!r}",
+            f"{name}: unknown tree key {sorted(unknown, key=str)[0]!r}",
             location=_where(location, node.start_mark.line + 1),
         )
     switches: list[TreeSwitch] = []
@@ -235,11 +254,16 @@ def _parse_tree(value: Any, node: yaml.Node, location: str | None, name: str) ->
     return TreeSpec(tuple(switches))
 
 
-def _parse_block(value: Any, node: yaml.Node, location: str | None, name: str) -> BlockSpec:
+def _parse_block(
+    value: Any, node: yaml.Node, location: str | None, name: str, budget: _Budget
+) -> BlockSpec:
+    _hosts = budget.hosts
     where = _where(location, node.start_mark.line + 1)
     unknown = set(value) - {"block_sizes", "blocks"} if isinstance(value, dict) else set()
     if unknown:
-        raise InputError(f"{name}: unknown block key {sorted(unknown)[0]!r}", location=where)
+        raise InputError(
+            f"{name}: unknown block key {sorted(unknown, key=str)[0]!r}", location=where
+        )
     blocks: list[Block] = []
     for entry, line in _items(value, node, "blocks", location, name):
         bwhere = _where(location, line)
@@ -257,15 +281,17 @@ def _parse_block(value: Any, node: yaml.Node, location: str | None, name: str) -
     if raw is not None:
         if isinstance(raw, str):
             raw = raw.split(",")
-        if not isinstance(raw, list):
+        if not isinstance(raw, list) or not all(_is_size(v) for v in raw):
             raise InputError(f"{name}: block_sizes must be a list of integers", location=where)
-        try:
-            sizes = tuple(int(v) for v in raw)
-        except (TypeError, ValueError):
-            raise InputError(
-                f"{name}: block_sizes must be a list of integers", location=where
-            ) from None
+        sizes = tuple(int(v) for v in raw)
     return BlockSpec(sizes, tuple(blocks), line=node.start_mark.line + 1)
+
+
+def _is_size(value: Any) -> bool:
+    """An integer, or text holding one (``block_sizes: 18,36`` splits into strings)."""
+    if isinstance(value, str):
+        return _SIZE_TEXT.fullmatch(value.strip()) is not None
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def detect_format(text: str, path: str | None = None) -> str:

@@ -18,7 +18,9 @@ import yaml
 
 from slinky_topology import hostlist
 from slinky_topology.errors import InputError
+from slinky_topology.limits import MAX_HOSTS, check_document, compose_and_load_yaml
 from slinky_topology.model import Fabric, Node, NvlinkDomain, Switch, TopologyRequest
+from slinky_topology.sources.files import read_text
 
 __all__ = ["BUILTIN_DEFAULT", "SCHEMA_PATH", "fabric_from_data", "load_fabric", "schema"]
 
@@ -43,7 +45,11 @@ def _json_path(parts: Any) -> str:
 
 
 def load_fabric(source: str) -> Fabric:
-    """Load ``source``: ``"default"`` (embedded demo) or a path to a YAML/JSON fabric file."""
+    """Load ``source``: ``"default"`` (embedded demo) or a path to a YAML/JSON fabric file.
+
+    The file is bounded before it is expanded (size, nesting, YAML aliases, node count: see
+    :mod:`slinky_topology.limits`); every problem is an :class:`InputError` naming it.
+    """
     if source == BUILTIN_DEFAULT:
         text = (
             resources.files("slinky_topology")
@@ -53,27 +59,19 @@ def load_fabric(source: str) -> Fabric:
         location = "builtin:default-fabric.yaml"
     else:
         try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read fabric file: {exc.strerror}", location=source) from None
+            text = read_text(source)
+        except InputError as exc:
+            if exc.message.startswith("cannot read:"):
+                message = "cannot read fabric file:" + exc.message.removeprefix("cannot read:")
+                raise InputError(message, location=exc.location) from None
+            raise
         location = source
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{location}:{mark.line + 1}" if mark is not None else location
-        raise InputError(
-            f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}", location=where
-        ) from None
-    return fabric_from_data(data, location, text)
+    node, data = compose_and_load_yaml(text, location, "YAML/JSON")
+    return _from_data(data, location, node)
 
 
-def _line_of(text: str, parts: list[str | int]) -> int | None:
-    """1-based line of the YAML node at JSON path ``parts`` in ``text`` (best effort)."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:  # pragma: no cover - text already loaded once
-        return None
+def _line_of(node: yaml.Node | None, parts: list[str | int]) -> int | None:
+    """1-based line of the YAML node at JSON path ``parts`` under ``node`` (best effort)."""
     for part in parts:
         if isinstance(node, yaml.MappingNode):
             node = next((v for k, v in node.value if k.value == part), None)
@@ -86,29 +84,95 @@ def _line_of(text: str, parts: list[str | int]) -> int | None:
     return node.start_mark.line + 1 if node is not None else None
 
 
+def _short(message: str, limit: int = 200) -> str:
+    """``message`` on one line, cut to ``limit`` characters (schema errors quote the value)."""
+    flat = " ".join(message.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def fabric_from_data(data: Any, location: str = "<fabric>", text: str | None = None) -> Fabric:
     """Validate ``data`` against the schema and build the fabric model.
 
     Raises :class:`InputError` naming ``location::$.json.path`` of the first problem (and its
-    line when the YAML/JSON ``text`` is given).
+    line when the YAML/JSON ``text`` is given). ``data`` is checked against the bounds of
+    :mod:`slinky_topology.limits` first (nesting, alias inflation, node count).
     """
+    node = None
+    if text is not None:
+        try:
+            node, _ = compose_and_load_yaml(text, location)
+        except InputError:
+            node = None
+    return _from_data(data, location, node)
+
+
+def _count(expr: str, where: str) -> int:
+    try:
+        return hostlist.count(expr)
+    except InputError as exc:
+        raise InputError(exc.message, location=where) from None
+
+
+def _check_counts(spec: dict[str, Any], location: str) -> None:
+    """Refuse, before expanding any hostlist, a fabric naming more nodes than Slurm can run."""
+    total = 0
+    for i, n in enumerate(spec["nodes"]):
+        where = f"{location}::$.spec.nodes[{i}]"
+        names = _count(n["name"], f"{where}.name")
+        total += names
+        if total > MAX_HOSTS:
+            raise InputError(
+                f"the fabric names {total:,} nodes up to here, more than Slurm's {MAX_HOSTS:,} "
+                "(fix the hostlist ranges)",
+                location=f"{where}.name",
+            )
+        if "k8sNode" in n:
+            kube = _count(n["k8sNode"], f"{where}.k8sNode")
+            if kube != names:
+                raise InputError(
+                    f"names {kube:,} Kubernetes nodes for {names:,} nodes",
+                    location=f"{where}.k8sNode",
+                )
+    total = 0
+    for i, d in enumerate(spec.get("nvlinkDomains", [])):
+        for j, part in enumerate(d.get("partitions", [])):
+            for k, expr in enumerate(part["nodes"]):
+                where = f"{location}::$.spec.nvlinkDomains[{i}].partitions[{j}].nodes[{k}]"
+                total += _count(expr, where)
+                if total > MAX_HOSTS:
+                    raise InputError(
+                        f"NVLink partitions name {total:,} nodes up to here, more than Slurm's "
+                        f"{MAX_HOSTS:,} (fix the hostlist ranges)",
+                        location=where,
+                    )
+
+
+def _int(value: Any) -> Any:
+    """JSON Schema's ``integer`` admits ``2.0``; the model wants ``2``."""
+    return int(value) if isinstance(value, float) else value
+
+
+def _from_data(data: Any, location: str, root: yaml.Node | None) -> Fabric:
+    check_document(data, location)
     validator = jsonschema.Draft7Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        line = _line_of(text, list(first.absolute_path)) if text is not None else None
+        line = _line_of(root, list(first.absolute_path)) if root is not None else None
         if line is not None:
             more = f" (line {line}){more}"
         raise InputError(
-            f"{first.message}{more}", location=f"{location}::{_json_path(first.absolute_path)}"
+            f"{_short(first.message)}{more}",
+            location=f"{location}::{_json_path(first.absolute_path)}",
         )
+    _check_counts(data["spec"], location)
     spec = data["spec"]
     switches = tuple(Switch(s["name"], s.get("parent")) for s in spec.get("switches", []))
     domains: list[NvlinkDomain] = []
     subdomain_of: dict[str, str] = {}
     for i, d in enumerate(spec.get("nvlinkDomains", [])):
-        domains.append(NvlinkDomain(d["name"], d.get("slots"), d.get("switch")))
+        domains.append(NvlinkDomain(d["name"], _int(d.get("slots")), d.get("switch")))
         for j, part in enumerate(d.get("partitions", [])):
             for k, expr in enumerate(part["nodes"]):
                 where = f"{location}::$.spec.nvlinkDomains[{i}].partitions[{j}].nodes[{k}]"
@@ -121,10 +185,6 @@ def fabric_from_data(data: Any, location: str = "<fabric>", text: str | None = N
         if "k8sNode" in n:
             where = f"{location}::$.spec.nodes[{i}].k8sNode"
             kube = list(_expand(n["k8sNode"], where))
-            if len(kube) != len(names):
-                raise InputError(
-                    f"names {len(kube)} Kubernetes nodes for {len(names)} nodes", location=where
-                )
         for name, k8s in zip(names, kube, strict=True):
             nodes.append(
                 Node(
@@ -145,8 +205,8 @@ def fabric_from_data(data: Any, location: str = "<fabric>", text: str | None = N
                 name=t["name"],
                 kind=t["type"],
                 cluster_default=t.get("clusterDefault", False),
-                block_sizes=None if sizes == "auto" else tuple(sizes),
-                max_tiers=t.get("maxTiers"),
+                block_sizes=None if sizes == "auto" else tuple(_int(v) for v in sizes),
+                max_tiers=_int(t.get("maxTiers")),
                 partitions=tuple(t.get("partitions", ())),
                 source=t.get("source", "domain"),
             )

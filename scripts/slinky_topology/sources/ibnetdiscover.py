@@ -22,9 +22,10 @@ import re
 from collections import defaultdict
 
 from slinky_topology.errors import InputError
+from slinky_topology.limits import MAX_HOSTS
 from slinky_topology.model import Fabric, Node, Switch, is_safe_name, natural_key
 
-__all__ = ["fabric_from_ibnetdiscover", "parse_ibnetdiscover"]
+__all__ = ["compile_node_regex", "fabric_from_ibnetdiscover", "parse_ibnetdiscover"]
 
 _RECORD = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s*"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]')
@@ -75,6 +76,16 @@ def _switch_label(desc: str, guid: str) -> str:
     return name if name and is_safe_name(name) else f"sw-{guid[2:].lower()}"
 
 
+def compile_node_regex(node_regex: str) -> re.Pattern[str]:
+    """``node_regex`` compiled; InputError saying what is wrong with it."""
+    try:
+        return re.compile(node_regex)
+    except re.error as exc:
+        raise InputError(
+            f"node regex {node_regex!r} is not a valid regular expression: {exc}"
+        ) from None
+
+
 def fabric_from_ibnetdiscover(
     text: str, location: str | None = None, node_regex: str | None = None
 ) -> Fabric:
@@ -82,8 +93,8 @@ def fabric_from_ibnetdiscover(
 
     ``node_regex``: keep only HCAs whose host name matches (e.g. to drop storage servers).
     """
+    pattern = compile_node_regex(node_regex) if node_regex else None
     records, links = parse_ibnetdiscover(text, location)
-    pattern = re.compile(node_regex) if node_regex else None
     switches = sorted(g for g, (k, _) in records.items() if k == "Switch")
     hcas: dict[str, tuple[str, str]] = {}
     for guid, (kind, desc) in records.items():
@@ -113,6 +124,12 @@ def fabric_from_ibnetdiscover(
         leafs = sorted((s for s in links.get(guid, ()) if s in labels), key=lambda g: labels[g])
         if leafs and host not in node_leaf:
             node_leaf[host] = leafs[0]
+    if len(node_leaf) > MAX_HOSTS:
+        raise InputError(
+            f"{len(node_leaf):,} hosts, more than Slurm's {MAX_HOSTS:,}; keep fewer "
+            "(--ib-node-regex)",
+            location=location,
+        )
     leaves = set(node_leaf.values())
     if not leaves:
         raise InputError("no HCA is connected to a switch", location=location)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slinky_topology.errors import InputError
+from slinky_topology.limits import MAX_HOSTS
 from slinky_topology.model import Fabric, Node, Switch, is_safe_name
 
 __all__ = [
@@ -146,24 +147,60 @@ def preset_from_label_map(text: str) -> LabelPreset:
     return LabelPreset("custom", keys, tuple(domains), clique)
 
 
-def node_items(document: Any) -> list[Mapping[str, Any]]:
-    """The Node objects of a ``kubectl get nodes -o json`` document, a Node, or a list."""
+def _at(location: str | None, path: str) -> str:
+    return f"{location}::{path}" if location else path
+
+
+def _string_map(value: Any, what: str, where: str) -> None:
+    """Refuse ``value`` unless it is absent or a mapping of strings to strings."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise InputError(f"{what} must be a mapping of strings", location=where)
+    for key, text in value.items():
+        if not isinstance(key, str) or not isinstance(text, str):
+            raise InputError(
+                f"{what} {str(key)[:60]!r} must map a string to a string, not "
+                f"{type(text).__name__} (quote the value)",
+                location=where,
+            )
+
+
+def node_items(document: Any, location: str | None = None) -> list[Mapping[str, Any]]:
+    """The Node objects of a ``kubectl get nodes -o json`` document, a Node, or a list.
+
+    Each Node needs a string ``metadata.name``; ``metadata.labels`` and ``metadata.annotations``
+    must be string maps when present. ``location`` (the file) prefixes the ``$.items[i]`` path
+    of an error.
+    """
     if isinstance(document, Mapping):
         if "items" in document:
             items = document["items"]
+            if not isinstance(items, list):
+                raise InputError(
+                    f"items must be a list of Nodes, not {type(items).__name__}",
+                    location=_at(location, "$.items"),
+                )
         elif document.get("kind") == "Node":
             items = [document]
         else:
-            raise InputError("expected a NodeList (kubectl get nodes -o json) or a Node")
+            raise InputError(
+                "expected a NodeList (kubectl get nodes -o json) or a Node", location=location
+            )
     elif isinstance(document, Sequence) and not isinstance(document, str | bytes):
         items = document
     else:
-        raise InputError("expected a NodeList, a Node or a list of Nodes")
+        raise InputError("expected a NodeList, a Node or a list of Nodes", location=location)
     out: list[Mapping[str, Any]] = []
     for i, item in enumerate(items):
         meta = item.get("metadata") if isinstance(item, Mapping) else None
         if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
-            raise InputError(f"node {i} has no metadata.name", location=f"$.items[{i}]")
+            raise InputError(
+                f"node {i} has no metadata.name", location=_at(location, f"$.items[{i}]")
+            )
+        where = f"$.items[{i}].metadata"
+        _string_map(meta.get("labels"), "label", _at(location, f"{where}.labels"))
+        _string_map(meta.get("annotations"), "annotation", _at(location, f"{where}.annotations"))
         out.append(item)
     return out
 
@@ -171,6 +208,15 @@ def node_items(document: Any) -> list[Mapping[str, Any]]:
 def _labels(item: Mapping[str, Any]) -> Mapping[str, str]:
     labels = item["metadata"].get("labels") or {}
     return labels if isinstance(labels, Mapping) else {}
+
+
+def _count_bound(items: Sequence[Any], location: str | None) -> None:
+    if len(items) > MAX_HOSTS:
+        raise InputError(
+            f"{len(items):,} Nodes, more than Slurm's {MAX_HOSTS:,}; select fewer "
+            "(--node-selector)",
+            location=location,
+        )
 
 
 def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
@@ -228,18 +274,26 @@ def fabric_from_nodes(
     slurm_name_key: str | None = None,
     node_selector: Mapping[str, str] | None = None,
     name: str = "cluster",
+    location: str | None = None,
 ) -> Fabric:
     """Build a fabric from Node objects (see module doc).
 
     ``slurm_name_key``: label or annotation holding the Slurm node name (default: the Node name).
     ``node_selector``: only Nodes whose labels match every ``key: value``.
+    ``location``: where the Nodes come from (a file), named in errors about them.
     """
-    items = node_items(document)
+    items = node_items(document, location)
     if node_selector:
         items = [
             it for it in items if all(_labels(it).get(k) == v for k, v in node_selector.items())
         ]
-    chosen = resolve_preset(items, preset, label_map)
+    _count_bound(items, location)
+    try:
+        chosen = resolve_preset(items, preset, label_map)
+    except InputError as exc:
+        if exc.location is None and label_map is None:
+            raise InputError(exc.message, location=location) from None
+        raise
     rows: list[tuple[str, str, tuple[str, ...], str | None, str | None]] = []
     for item in items:
         meta = item["metadata"]
@@ -250,7 +304,9 @@ def fabric_from_nodes(
             annotations = meta.get("annotations") or {}
             value = labels.get(slurm_name_key, annotations.get(slurm_name_key))
             if not isinstance(value, str) or not value:
-                raise InputError(f"node {kube} has no label or annotation {slurm_name_key}")
+                raise InputError(
+                    f"node {kube} has no label or annotation {slurm_name_key}", location=location
+                )
             slurm = value
         chain = tuple(labels[k] for k in chosen.tiers if labels.get(k))
         domain: str | None = None
@@ -331,6 +387,7 @@ def read_cluster_nodes(
         except Exception as exc:  # the client raises ApiException, urllib3 and socket errors
             raise InputError(f"listing Nodes failed: {exc}") from None
         out.extend(api.api_client.sanitize_for_serialization(i) for i in page.items)
+        _count_bound(out, "the Kubernetes API")
         token = getattr(page.metadata, "_continue", None)
         if not token:
             return out

@@ -85,7 +85,7 @@ def test_fabric_file_missing_and_bad_yaml(tmp_path: Path) -> None:
         fabric_file.load_fabric(str(tmp_path / "nope.yaml"))
     bad = tmp_path / "bad.yaml"
     bad.write_text("spec: [\n")
-    with pytest.raises(InputError, match=r"bad.yaml:2: not valid YAML"):
+    with pytest.raises(InputError, match=r"bad.yaml:2:1: not valid YAML"):
         fabric_file.load_fabric(str(bad))
 
 
