@@ -9,24 +9,25 @@ Subcommands (inputs: ``--fabric FILE|default``, ``--from-nodes FILE``, ``--from-
 * ``check FILE`` validates a topology.yaml or topology.conf;
 * ``explain NODE`` shows where one node lands.
 
-Exit status: 0 ok, 1 invalid input or stale file, 2 usage. This is the only module that prints:
-results to stdout, ``warning: ...`` and ``error: ...`` lines to stderr.
+Exit status: 0 ok, 1 invalid input or stale file, 2 usage (130 on Ctrl-C). This is the only
+module that prints: results to stdout, ``warning: ...`` and ``error: ...`` lines to stderr. Each
+``error:`` line is one problem and names the input it is about (``path:line:col``,
+``path::$.json.path`` or the path alone); a bad input never ends in a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
-import os
 import sys
-import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from slinky_topology import __version__
 from slinky_topology.build import Plan, plan
 from slinky_topology.emit.annotations import ANNOTATION_KEY
-from slinky_topology.errors import Finding, InputError, TopologyError
+from slinky_topology.errors import Finding, InputError, TopologyError, ValidationError
 from slinky_topology.parse import parse_topology_file
 from slinky_topology.pipeline import (
     FORMATS,
@@ -38,6 +39,7 @@ from slinky_topology.pipeline import (
 from slinky_topology.sources import fabric_file, ibnetdiscover, k8s_nodes
 from slinky_topology.sources.files import read_structured, read_text
 from slinky_topology.validate import size_findings, validate_doc, validate_specs
+from slinky_topology.writer import STDOUT, drop_stream, write_output
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,19 +49,20 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main", "write_atomic"]
 
 
+#: Most ``error:`` lines one run prints; the rest are counted on one more line.
+MAX_ERROR_LINES = 100
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder + ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).replace(path)  # os.replace: atomic within one folder
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path``: see :func:`slinky_topology.writer.write_output`."""
+    write_output(path, text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: ``PROG: error: MESSAGE; see PROG --help`` (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)}; see {self.prog} --help\n")
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
@@ -115,7 +118,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``slinky-topology``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="slinky-topology",
         description="Generate, check and explain Slurm topology (topology.yaml / topology.conf "
         "and Slinky node annotations).",
@@ -138,7 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="static lists nodes; dynamic is a skeleton placed by annotations "
         "(default: dynamic for Kubernetes inputs, else static)",
     )
-    out.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    out.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="file to write, through symlinks; a FIFO or device is written as is "
+        "(default or '-': stdout)",
+    )
     out.add_argument(
         "--check", action="store_true", help="do not write; exit 1 with a diff if FILE is stale"
     )
@@ -152,7 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="topology.yaml",
         help="topology file the annotations refer to (default: topology.yaml)",
     )
-    aout.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    aout.add_argument(
+        "-o", "--output", metavar="FILE", help="file to write (default or '-': stdout)"
+    )
     aout.add_argument(
         "--check", action="store_true", help="do not write; exit 1 with a diff if FILE is stale"
     )
@@ -179,19 +190,53 @@ def _selector(items: list[str], parser: argparse.ArgumentParser) -> dict[str, st
     return out
 
 
-def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[Fabric, bool]:
-    """Load the selected input; return (fabric, from_kubernetes)."""
+def _source(args: argparse.Namespace) -> str | None:
+    """The input a run reads, as its errors name it."""
+    if getattr(args, "fabric", None) is not None:
+        name: str = args.fabric
+        return "builtin:default-fabric.yaml" if name == fabric_file.BUILTIN_DEFAULT else name
+    for attr in ("ibnetdiscover", "from_nodes", "file"):
+        value = getattr(args, attr, None)
+        if value is not None:
+            return str(value)
+    return "the Kubernetes API" if getattr(args, "from_cluster", False) else None
+
+
+def _check_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Usage errors (exit 2) that argparse cannot see, found before any input is read."""
+    if getattr(args, "check", False):
+        if not args.output:
+            parser.error("--check needs -o FILE (the file to compare)")
+        if args.output == STDOUT:
+            parser.error("--check needs -o FILE, not '-' (stdout cannot be compared)")
+    if not hasattr(args, "preset"):
+        return
     if args.label_map and args.preset != "auto":
         parser.error("--label-map replaces --preset; give only one")
-    if args.fabric:
+    if args.label_map:
+        try:
+            k8s_nodes.preset_from_label_map(args.label_map)
+        except InputError as exc:
+            parser.error(f"--label-map {args.label_map!r}: {exc.message}")
+    if args.ib_node_regex is not None:
+        try:
+            ibnetdiscover.compile_node_regex(args.ib_node_regex)
+        except InputError as exc:
+            parser.error(f"--ib-node-regex: {exc.message}")
+    _selector(args.node_selector, parser)
+
+
+def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[Fabric, bool]:
+    """Load the selected input; return (fabric, from_kubernetes)."""
+    if args.fabric is not None:
         return fabric_file.load_fabric(args.fabric), False
-    if args.ibnetdiscover:
+    if args.ibnetdiscover is not None:
         text = read_text(args.ibnetdiscover)
         return ibnetdiscover.fabric_from_ibnetdiscover(
             text, args.ibnetdiscover, node_regex=args.ib_node_regex
         ), False
     selector = _selector(args.node_selector, parser)
-    if args.from_nodes:
+    if args.from_nodes is not None:
         document: Any = read_structured(args.from_nodes)
     else:
         label_selector = ",".join(f"{k}={v}" for k, v in selector.items()) or None
@@ -202,20 +247,38 @@ def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[
         label_map=args.label_map,
         slurm_name_key=args.slurm_name_key,
         node_selector=selector,
+        location=_source(args),
     )
     return fabric, True
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
 def _warn(findings: Sequence[Finding]) -> None:
     for f in findings:
-        print(f"warning: {f}", file=sys.stderr)
+        print(f"warning: {_one_line(str(f))}", file=sys.stderr)
+
+
+def _print_errors(findings: Sequence[Finding], source: str | None, what: str = "") -> None:
+    """One ``error:`` line per finding, each naming the input (at most MAX_ERROR_LINES)."""
+    head = f"{what}: " if what else ""
+    for f in findings[:MAX_ERROR_LINES]:
+        where = f.location or source
+        line = str(dataclasses.replace(f, location=None))
+        print(f"error: {where + ': ' if where else ''}{head}{_one_line(line)}", file=sys.stderr)
+    if len(findings) > MAX_ERROR_LINES:
+        rest = len(findings) - MAX_ERROR_LINES
+        where = f"{source}: " if source else ""
+        print(f"error: {where}{rest} more problems not shown", file=sys.stderr)
 
 
 def _emit(output: Output, args: argparse.Namespace, fresh_hint: str) -> int:
     _warn(output.warnings)
     if args.check:
         target = Path(args.output)
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        current = read_text(args.output) if target.exists() else ""
         if current == output.text:
             return 0
         diff = difflib.unified_diff(
@@ -228,10 +291,7 @@ def _emit(output: Output, args: argparse.Namespace, fresh_hint: str) -> int:
         state = "is stale" if target.exists() else "does not exist"
         print(f"error: {args.output} {state}; regenerate it with: {fresh_hint}", file=sys.stderr)
         return 1
-    if args.output:
-        write_atomic(Path(args.output), output.text)
-    else:
-        sys.stdout.write(output.text)
+    write_output(args.output or STDOUT, output.text)
     return 0
 
 
@@ -273,8 +333,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         findings += validate_specs(doc, data, location=args.annotations)
     errors = [f for f in findings if f.severity == "error"]
     _warn([f for f in findings if f.severity == "warning"])
-    for f in errors:
-        print(f"error: {f}", file=sys.stderr)
+    _print_errors(errors, args.file)
     if errors:
         return 1
     kinds = ", ".join(f"{t.name} ({t.kind})" for t in doc.topologies)
@@ -287,13 +346,13 @@ def _cmd_explain(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     p: Plan = plan(fabric)
     node = next((n for n in fabric.nodes if args.node in (n.name, n.kube_name)), None)
     if node is None:
-        raise InputError(f"node {args.node} is not in the input")
+        raise InputError(f"node {args.node} is not in the input", location=_source(args))
     lines = [f"node {node.name} (Kubernetes node {node.kube_name}, state {node.state})"]
     if node.leaf:
         chain: list[str] = []
         parents = {s.name: s.parent for s in fabric.switches}
         cur: str | None = node.leaf
-        while cur is not None:
+        while cur is not None and cur not in chain:  # plan() refuses loops; stay finite anyway
             chain.append(cur)
             cur = parents.get(cur)
         lines.append(f"  switches (leaf first): {' > '.join(chain)}")
@@ -324,29 +383,49 @@ def _cmd_explain(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return 0
 
 
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, arglist: list[str]) -> int:
+    _check_flags(args, parser)
+    if args.command == "generate":
+        return _cmd_generate(args, parser, arglist)
+    if args.command == "annotations":
+        return _cmd_annotations(args, parser, arglist)
+    if args.command == "check":
+        return _cmd_check(args)
+    return _cmd_explain(args, parser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 1 invalid input or stale file, 2 usage)."""
     arglist = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    source: str | None = None
     try:
         args = parser.parse_args(arglist)
-        if getattr(args, "check", False) and not args.output:
-            parser.error("--check needs -o FILE (the file to compare)")
-        if args.command == "generate":
-            return _cmd_generate(args, parser, arglist)
-        if args.command == "annotations":
-            return _cmd_annotations(args, parser, arglist)
-        if args.command == "check":
-            return _cmd_check(args)
-        return _cmd_explain(args, parser)
+        source = _source(args)
+        return _run(args, parser, arglist)
     except SystemExit as exc:  # argparse: --help (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else 2
+    except ValidationError as exc:
+        _print_errors([f for f in exc.findings if f.severity == "error"], source, exc.what)
+        return 1
+    except InputError as exc:
+        if exc.location is None and source is not None:
+            exc = InputError(exc.message, location=source)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
     except TopologyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        drop_stream(sys.stdout)
+        print("error: -: cannot write: the reader of stdout is gone", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        where = exc.filename if exc.filename is not None else source
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -64,7 +64,9 @@ def test_generate_write_check_and_stale(tmp_path: Path, capsys: pytest.CaptureFi
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("slinky-topology") and ": error: " in err
+    assert err.endswith(" --help\n") and err.count("\n") == 1
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
