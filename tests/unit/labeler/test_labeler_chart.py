@@ -1,0 +1,174 @@
+"""The gpu-topology-labeler chart's side of the controller's timeouts and its NetworkPolicies:
+the flags it renders, the grace period sized to the request timeout, the checks of
+templates/validate.yaml, the RBAC of the ConfigMap watch, the NetworkPolicies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slinky_harness import helm
+from slinky_topology.labeler.controller import build_parser, quiet_seconds
+
+CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"
+NAME = "lab-gpu-topology-labeler"
+
+
+def _render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    result = helm.template(CHART, values or {}, release="lab", namespace="gpu")
+    assert result.ok, result.describe()
+    return result.docs
+
+
+def _one(docs: list[dict[str, Any]], kind: str, name: str = NAME) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def _controller(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return pod, [str(a) for a in container["args"]]
+
+
+def test_defaults_render_the_timeouts_and_a_grace_period_sized_to_them() -> None:
+    pod, args = _controller(_render())
+    assert "--request-timeout=10" in args and "--watch-timeout=60" in args
+    assert not [a for a in args if a.startswith("--stuck-seconds")], "the labeler's default"
+    # the write in flight, then the Lease released (two calls): 3 x 10 s, plus 5 s
+    assert pod["terminationGracePeriodSeconds"] == 35
+    parsed = build_parser().parse_args(args)
+    assert parsed.request_timeout + parsed.retry_period < parsed.lease_duration
+    assert 2 * quiet_seconds(parsed) == 140
+
+
+@pytest.mark.parametrize(
+    ("values", "grace", "flag"),
+    [
+        pytest.param({"requestTimeoutSeconds": 3}, 14, "--request-timeout=3", id="short"),
+        pytest.param(
+            {"requestTimeoutSeconds": 3, "terminationGracePeriodSeconds": 60},
+            60,
+            "--request-timeout=3",
+            id="longer-grace-kept",
+        ),
+        pytest.param(
+            {"stuckSeconds": 71, "terminationGracePeriodSeconds": 35},
+            35,
+            "--stuck-seconds=71",
+            id="stuck-seconds",
+        ),
+    ],
+)
+def test_grace_period_and_flags_follow_the_values(
+    values: dict[str, Any], grace: int, flag: str
+) -> None:
+    pod, args = _controller(_render({"controller": values}))
+    assert pod["terminationGracePeriodSeconds"] == grace
+    assert flag in args
+    build_parser().parse_args(args)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        pytest.param(
+            {"controller": {"terminationGracePeriodSeconds": 30}},
+            "controller.terminationGracePeriodSeconds (30) is less than 35",
+            id="grace-too-short",
+        ),
+        pytest.param(
+            {"controller": {"requestTimeoutSeconds": 13}},
+            "controller.requestTimeoutSeconds (13) plus controller.leaderElection."
+            "retryPeriodSeconds (2) must be less than leaseDurationSeconds (15)",
+            id="timeout-outlasts-the-lease",
+        ),
+        pytest.param(
+            {"controller": {"stuckSeconds": 70}},
+            "controller.stuckSeconds (70) must exceed 70",
+            id="stuck-below-a-quiet-watch",
+        ),
+        pytest.param(
+            {"networkPolicy": {"apiServer": {"ports": []}}},
+            "networkPolicy.apiServer.ports is empty",
+            id="no-api-server-port",
+        ),
+    ],
+)
+def test_inconsistent_values_fail_with_the_charts_message(
+    values: dict[str, Any], message: str
+) -> None:
+    result = helm.template(CHART, values, release="lab", namespace="gpu")
+    assert not result.ok
+    assert message in result.stderr, result.stderr
+
+
+def test_a_long_timeout_passes_with_a_long_lease_or_without_election() -> None:
+    long_lease = {"leaseDurationSeconds": 40, "renewDeadlineSeconds": 30}
+    _render({"controller": {"requestTimeoutSeconds": 30, "leaderElection": long_lease}})
+    _render({"controller": {"requestTimeoutSeconds": 30, "leaderElection": {"enabled": False}}})
+
+
+def test_the_controller_may_watch_its_own_configmap_only() -> None:
+    role = _one(_render({"topology": {"configMapName": "topo"}}), "Role")
+    watching = [r for r in role["rules"] if "watch" in r["verbs"]]
+    assert watching == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": ["topo"],
+            "verbs": ["get", "list", "watch", "update", "patch"],
+        }
+    ]
+    dry = _one(_render({"controller": {"dryRun": True}}), "Role")
+    assert not [r for r in dry["rules"] if "watch" in r["verbs"]], "dry run: nothing to restore"
+
+
+def test_network_policy_by_default_api_server_and_dns_out_metrics_port_in() -> None:
+    docs = _render()
+    policy = _one(docs, "NetworkPolicy")["spec"]
+    assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "controller"
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["ingress"] == [{"ports": [{"port": "metrics", "protocol": "TCP"}]}]
+    api, dns = policy["egress"]
+    assert api == {"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]}
+    assert dns["ports"] == [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
+    assert dns["to"] == [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }
+    ]
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "NetworkPolicy"] == [NAME]
+
+
+def test_network_policy_narrowed_extended_or_off() -> None:
+    prometheus = {"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}
+    extra = {"ports": [{"port": 4317, "protocol": "TCP"}]}
+    values = {
+        "networkPolicy": {
+            "apiServer": {"cidrs": ["10.0.0.1/32"], "ports": [6443]},
+            "dns": {"enabled": False},
+            "metrics": {"from": [prometheus]},
+            "extraEgress": [extra],
+        },
+        "discovery": {"enabled": True},
+    }
+    docs = _render(values)
+    controller = _one(docs, "NetworkPolicy")["spec"]
+    assert controller["ingress"] == [
+        {"ports": [{"port": "metrics", "protocol": "TCP"}], "from": [prometheus]}
+    ]
+    api_only = {
+        "ports": [{"port": 6443, "protocol": "TCP"}],
+        "to": [{"ipBlock": {"cidr": "10.0.0.1/32"}}],
+    }
+    assert controller["egress"] == [api_only, extra]
+    discovery = _one(docs, "NetworkPolicy", f"{NAME}-discovery")["spec"]
+    assert discovery["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "discovery"
+    assert discovery["ingress"] == [] and discovery["egress"] == [api_only, extra]
+
+    off = _render({"networkPolicy": {"enabled": False}, "discovery": {"enabled": True}})
+    assert not [d for d in off if d["kind"] == "NetworkPolicy"]
