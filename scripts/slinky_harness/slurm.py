@@ -144,10 +144,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -155,6 +156,8 @@ from slinky_harness.slurm_chroot import (
     CHROOT_ENV,
     MOUNT_POINT,
     SLURM_SERIES,
+    TEST_GROUP,
+    TEST_USERS,
     ChrootInfo,
     SlurmChrootError,
     chroot_argv,
@@ -163,9 +166,13 @@ from slinky_harness.slurm_chroot import (
     ensure_chroot,
 )
 
+if TYPE_CHECKING:
+    from slinky_harness.slurmdbd import Slurmdbd
+
 __all__ = [
     "HARNESS_KEYS",
     "SLURM_SERIES",
+    "TEST_USERS",
     "ChrootInfo",
     "CommandResult",
     "ConfigFiles",
@@ -202,9 +209,11 @@ HARNESS_KEYS = frozenset(
         "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController", "BackupAddr",
         "SlurmctldPort", "SlurmdPort", "SlurmUser", "StateSaveLocation", "SlurmctldPidFile",
         "SlurmctldLogFile", "AuthType", "CredType",
+        "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort",
     )
 )  # fmt: skip
-"""slurm.conf keys the harness sets and refuses in the caller's text (lower case)."""
+"""slurm.conf keys the harness sets and refuses in the caller's text (lower case). The
+``AccountingStorage*`` keys come from ``slurmctld(..., accounting=dbd)`` (none without it)."""
 
 DEFAULT_KEYS: Mapping[str, str] = {
     "ClusterName": "slinky",
@@ -218,6 +227,12 @@ DEFAULT_KEYS: Mapping[str, str] = {
 
 DEFAULT_FILES: Mapping[str, bytes] = {"cgroup.conf": b"CgroupPlugin=disabled\n"}
 """Files the harness writes unless given: the chroot has no cgroup filesystem for slurmd."""
+
+ENDED_STATES = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+     "BOOT_FAIL", "DEADLINE"}
+)  # fmt: skip
+"""Final ``JobState`` values (what :meth:`SlurmCtld.run_job` waits for)."""
 
 _PORT_RANGE = (20000, 29999)
 _ports_lock = threading.Lock()
@@ -415,7 +430,14 @@ class SlurmCtld:
     """A running slurmctld in the chroot (made by :func:`slurmctld`; valid inside the ``with``)."""
 
     def __init__(
-        self, root: Path, workdir: Path, info: ChrootInfo, *, emulator: bool, timeout: float
+        self,
+        root: Path,
+        workdir: Path,
+        info: ChrootInfo,
+        *,
+        emulator: bool,
+        timeout: float,
+        accounting: Slurmdbd | None = None,
     ) -> None:
         self.root = root
         self.workdir = workdir
@@ -432,6 +454,8 @@ class SlurmCtld:
         self._restd: subprocess.Popen[bytes] | None = None
         self.restd_port = 0
         self._pid = 0
+        self.accounting = accounting
+        """The slurmdbd this controller reports to (``slurmctld(..., accounting=...)``), or None."""
 
     # --- processes -------------------------------------------------------------------------------
 
@@ -467,13 +491,28 @@ class SlurmCtld:
         return name
 
     def run(
-        self, *argv: str, check: bool = True, timeout: float = 60.0, input: str | None = None
+        self,
+        *argv: str,
+        check: bool = True,
+        timeout: float = 60.0,
+        input: str | None = None,
+        user: str | None = None,
     ) -> CommandResult:
         """Run a command in the chroot with ``SLURM_CONF`` pointing at this controller's slurm.conf.
 
-        ``check``: raise :class:`SlurmCommandError` unless :attr:`CommandResult.ok`.
+        ``check``: raise :class:`SlurmCommandError` unless :attr:`CommandResult.ok`. ``user``: run
+        it as that user of the chroot (one of :data:`TEST_USERS`; ``setpriv``, no PAM) instead of
+        root: auth/slurm then gets the user's token from slurmctld's socket, as on a login node.
         """
         env = {**CHROOT_ENV, "SLURM_CONF": CONF_PATH}
+        if user is not None:
+            if user not in TEST_USERS:
+                raise ValueError(f"unknown chroot user {user!r} (one of {', '.join(TEST_USERS)})")
+            drop = ["setpriv", f"--reuid={TEST_USERS[user]}", f"--regid={TEST_GROUP[1]}",
+                    "--init-groups", "--"]  # fmt: skip
+            argv = (*drop, *argv)
+            env["USER"] = env["LOGNAME"] = user
+            env["HOME"] = "/nonexistent"
         res = subprocess.run(
             self._argv(argv),
             capture_output=True,
@@ -597,23 +636,67 @@ class SlurmCtld:
                 )
             time.sleep(0.2)
 
-    def run_job(self, *sbatch_args: str, timeout: float = 60.0) -> dict[str, str]:
+    def run_job(
+        self, *sbatch_args: str, timeout: float = 60.0, user: str | None = None
+    ) -> dict[str, str]:
         """``sbatch --parsable -o /dev/null <args>``, wait until the job ends, return its record.
 
         Polls ``scontrol show job -o`` every 0.1 s (``sbatch --wait`` polls far slower). Raises
         :class:`TimeoutError` when the job is still pending or running after ``timeout`` seconds.
+        ``user``: submit as that chroot user (see :meth:`run`).
         """
-        out = self.run(self._client("sbatch"), "--parsable", "-o", "/dev/null", *sbatch_args)
-        job_id = out.stdout.strip().split(";")[0]
+        job_id = self.submit(*sbatch_args, user=user)
+        return self.wait_job(job_id, ENDED_STATES, timeout=timeout)
+
+    def submit(self, *sbatch_args: str, user: str | None = None) -> str:
+        """``sbatch --parsable -o /dev/null <args>`` (as ``user``); returns the job id."""
+        out = self.run(
+            self._client("sbatch"), "--parsable", "-o", "/dev/null", *sbatch_args, user=user
+        )
+        return out.stdout.strip().split(";")[0]
+
+    def job(self, job_id: str) -> dict[str, str]:
+        """``scontrol show job -o <id>`` as one record (empty when slurmctld forgot the job)."""
+        res = self.run(self._client("scontrol"), "show", "job", "-o", job_id, check=False)
+        records = parse_records(res.stdout) if res.returncode == 0 else []
+        return records[0] if records else {}
+
+    def wait_job(
+        self, job_id: str, states: Iterable[str], *, timeout: float = 60.0
+    ) -> dict[str, str]:
+        """Poll the job every 0.1 s until its ``JobState`` is one of ``states``; its record.
+
+        Raises :class:`TimeoutError` (with the last state and reason) after ``timeout`` seconds.
+        """
+        want = set(states)
         deadline = time.monotonic() + timeout
         while True:
-            records = parse_records(self.scontrol("show", "job", "-o", job_id))
-            state = records[0].get("JobState", "") if records else ""
-            if state not in {"", "PENDING", "CONFIGURING", "RUNNING", "COMPLETING"}:
-                return records[0]
+            record = self.job(job_id)
+            if record.get("JobState") in want:
+                return record
             if time.monotonic() > deadline:
-                raise TimeoutError(f"job {job_id} still {state or 'unknown'} after {timeout:.0f} s")
+                raise TimeoutError(
+                    f"job {job_id} still {record.get('JobState', 'unknown')} "
+                    f"(Reason={record.get('Reason', '')}) after {timeout:.0f} s, "
+                    f"waiting for {'/'.join(sorted(want))}"
+                )
             time.sleep(0.1)
+
+    # --- accounting clients (slurmctld(..., accounting=...)) -----------------------------------
+
+    def sacctmgr(self, *args: str, user: str | None = None) -> str:
+        """``sacctmgr -i <args>`` (immediate: no confirmation) -> stdout; raises on failure."""
+        return self.run(self._client("sacctmgr"), "-i", *args, user=user).stdout
+
+    def sacct(self, *args: str, user: str | None = None) -> str:
+        """``sacct <args>`` -> stdout (e.g. ``-X -n -P -a -o JobID,Account,QOS``)."""
+        return self.run(self._client("sacct"), *args, user=user).stdout
+
+    def sshare(self, *args: str, user: str | None = None) -> str:
+        return self.run(self._client("sshare"), *args, user=user).stdout
+
+    def sprio(self, *args: str, user: str | None = None) -> str:
+        return self.run(self._client("sprio"), *args, user=user).stdout
 
     def slurmd_log(self, node: str) -> str:
         path = self.workdir / f"slurmd-{node}.stderr"
@@ -698,6 +781,7 @@ class SlurmCtld:
             "StateSaveLocation": f"{MOUNT_POINT}/state",
             "SlurmctldPidFile": f"{MOUNT_POINT}/slurmctld.pid",
             "SlurmctldLogFile": f"{MOUNT_POINT}/slurmctld.log",
+            **(self.accounting.slurm_conf() if self.accounting is not None else {}),
         }
 
     def _prepare(self, files: Mapping[str, bytes]) -> None:
@@ -718,7 +802,11 @@ class SlurmCtld:
                 self.write_file(name, data)
         self.write_file("slurm.conf", files.get("slurm.conf", b""))
         key = self.etc_dir / "slurm.key"
-        if "slurm.key" not in files:
+        if self.accounting is not None:
+            if files.get("slurm.key", self.accounting.slurm_key) != self.accounting.slurm_key:
+                raise ValueError("slurm.key differs from the slurmdbd's: both daemons need one key")
+            key.write_bytes(self.accounting.slurm_key)
+        elif "slurm.key" not in files:
             key.write_bytes(os.urandom(1024))
         for script in self.etc_dir.glob("*.sh"):  # PrologSlurmctld=, EpilogSlurmctld= scripts
             script.chmod(0o755)
@@ -855,13 +943,16 @@ def slurmctld(
     keep: bool = False,
     emulator: bool = False,
     timeout: float = 30.0,
+    accounting: Slurmdbd | None = None,
 ) -> Iterator[SlurmCtld]:
     """Start a slurmctld on ``files`` (a folder or ``{name: text|bytes|Path}``), stop it on exit.
 
     ``root``: the chroot (default :func:`ensure_chroot`). ``workdir``: host folder for its config,
     state and logs (created; default a temporary folder removed on exit unless ``keep``).
-    ``emulator``: run the ``slurm-wlm-emulator`` build (several slurmd per host). Raises
-    :class:`SlurmctldStartError` when the
+    ``emulator``: run the ``slurm-wlm-emulator`` build (several slurmd per host). ``accounting``: a
+    running slurmdbd (:mod:`slinky_harness.slurmdbd`): slurm.conf gets
+    ``AccountingStorageType=accounting_storage/slurmdbd`` and its host and port, and the controller
+    uses its ``slurm.key``. Raises :class:`SlurmctldStartError` when the
     daemon exits during start-up or does not answer ``scontrol ping`` within ``timeout`` seconds.
     """
     data = _read_files(files)
@@ -872,7 +963,7 @@ def slurmctld(
     own = workdir is None
     wd = Path(tempfile.mkdtemp(prefix="slinky-slurmctld-")) if workdir is None else workdir
     wd.mkdir(parents=True, exist_ok=True)
-    ctld = SlurmCtld(chroot, wd, info, emulator=emulator, timeout=timeout)
+    ctld = SlurmCtld(chroot, wd, info, emulator=emulator, timeout=timeout, accounting=accounting)
     try:
         ctld._start(data)
         yield ctld
