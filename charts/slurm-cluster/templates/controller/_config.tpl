@@ -206,7 +206,9 @@ preemption:
   exemptTime: ""
 dependencyParameters:
   kill_invalid_depend: true
-accountingEnforce: [associations, limits, qos, safe]
+{{- /* No preset enforces associations: a user without one could not run a first job. Opt in with
+scheduling.accountingEnforce once the accounts exist (README "Scheduling presets"). */}}
+accountingEnforce: []
 {{- else if eq . "fifo" }}
 schedulerType: sched/builtin
 schedulerParameters: {}
@@ -217,7 +219,7 @@ preemption:
   type: preempt/none
 dependencyParameters:
   kill_invalid_depend: true
-accountingEnforce: [associations]
+accountingEnforce: []
 {{- else }}
 schedulerParameters: {}
 priority:
