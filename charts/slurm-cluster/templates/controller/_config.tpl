@@ -68,6 +68,28 @@ Usage: {{ include "slurm-cluster.partitionOptions" (dict "config" $p.config "top
 {{- end }}
 
 {{- /*
+The value path a setting of a merged collection entry comes from, for error messages:
+"<collection>.<name>.<path>" when the entry sets it, else "<singular>Defaults.<path>" (inherited).
+Usage: {{ include "slurm-cluster.origin" (dict "context" $ "collection" "nodesets" "name" $name "path" "gpu.gres") }}
+*/}}
+{{- define "slurm-cluster.origin" -}}
+{{- $node := get (get .context.Values .collection | default dict) .name | default dict }}
+{{- $set := true }}
+{{- range (splitList "." .path) }}
+{{- if and $set (kindIs "map" $node) (hasKey $node .) (not (kindIs "invalid" (get $node .))) }}
+{{- $node = get $node . }}
+{{- else }}
+{{- $set = false }}
+{{- end }}
+{{- end }}
+{{- if $set }}
+{{- printf "%s.%s.%s" .collection .name .path }}
+{{- else }}
+{{- printf "%sDefaults.%s" (trimSuffix "s" .collection) .path }}
+{{- end }}
+{{- end }}
+
+{{- /*
 NodeSets merged over nodesetDefaults, as YAML (name -> values, enabled ones only).
 Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
 */}}
