@@ -1,0 +1,641 @@
+"""The labeler image built and run without Docker: rootful podman from Debian's packages builds the
+repository ``Dockerfile`` on a Python base made from Debian packages, and runs it.
+
+No image registry is reachable from the suite's machines, so nothing here pulls an image:
+
+1. **Packages** (:func:`ensure_packages`): ``podman``, ``runc``, ``debootstrap`` and
+   ``debian-archive-keyring`` are installed with ``apt-get`` when a command or file they provide is
+   missing, at pinned versions on Debian bookworm (:data:`APT_PACKAGES`; the distribution's
+   candidate elsewhere, or when the archive no longer has the pinned one, said in one line). The
+   downloaded ``.deb`` files stay in ``$SLINKY_SUITE_CACHE/image/apt`` for the next machine that
+   restores the cache.
+2. **Base** (:func:`ensure_base`): ``debootstrap --variant=minbase`` of Debian bookworm with
+   ``python3`` and ``python3-venv`` (about 1.5 min cold; its ``.deb`` files cached in
+   ``image/debootstrap``), documentation, locales and apt lists removed, kept as
+   ``image/base-bookworm-r<recipe>.tar`` and ``podman import``-ed as :data:`BASE_TAG`. The
+   ``Dockerfile`` takes it through its ``BASE_IMAGE`` build argument (default: the public
+   ``python:3.11-slim-bookworm``, which the release workflow uses).
+3. **Build** (:func:`build`): ``podman build --pull=never --network host`` of the repository with
+   its ``.dockerignore``; ``VERSION`` is the labeler chart's ``appVersion``. The host's CA bundle is
+   mounted for the ``pip install`` step and named by ``PIP_CERT`` (machines behind a TLS-inspecting
+   proxy need it; the final image never sees it).
+4. **Run** (:func:`run_argv`): the way the chart runs the pod: the image's own user (65532), a
+   read-only root filesystem with a tmpfs on ``/tmp`` only (the chart's ``emptyDir``), every
+   capability dropped, ``no-new-privileges``, host network (the kwok API server listens on
+   127.0.0.1), files mounted read-only.
+
+What works on these machines and why (Debian bookworm, root without ``CAP_SYS_RESOURCE``, cgroup v1
+with a v2 hierarchy beside it, ext4 root, no systemd):
+
+* storage driver ``overlay``: the kernel's overlayfs on ext4 as root; no fuse-overlayfs needed.
+  :func:`storage_driver` mounts a test overlay first and falls back to ``vfs`` (every layer a full
+  copy) where that fails, e.g. inside a container whose root is itself an overlay;
+  ``SLINKY_IMAGE_STORAGE_DRIVER`` forces one. Each driver has its own storage folder.
+* runtime ``runc``: Debian's default ``crun`` 1.8 refuses this hybrid cgroup layout ("cgroups in
+  hybrid mode not supported"); runc handles v1 and v2. ``--cgroup-manager cgroupfs`` (no systemd).
+* ``--ulimit`` on every build and run (:data:`ULIMITS`): podman's rootful defaults (1,048,576 open
+  files, 4,194,304 processes) exceed this machine's hard limits, and without ``CAP_SYS_RESOURCE``
+  the runtime may not raise them, so it fails with "setrlimit ... operation not permitted".
+
+Podman's storage lives in ``$SLINKY_SUITE_CACHE/image/storage-<driver>`` (never the machine's own
+``/var/lib/containers``), its run state under the temporary folder.
+
+Usage::
+
+    python -m slinky_harness.image prepare    # packages, base, build; prints reference, size, time
+    python -m slinky_harness.image ref        # the reference the release workflow publishes
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shlex
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness import toolchain
+from slinky_harness.core.progress import heartbeat
+from slinky_harness.kind import image_ref
+from slinky_harness.slurm_chroot import SlurmChrootError, debian_mirror
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping, Sequence
+
+REPO_ROOT = toolchain.REPO_ROOT
+DOCKERFILE = REPO_ROOT / "Dockerfile"
+LABELER_CHART = REPO_ROOT / "charts" / "gpu-topology-labeler"
+SUITE = "bookworm"
+"""Debian release of the test base (its python3 is 3.11, like the public default base)."""
+BASE_PACKAGES = ("python3", "python3-venv")
+BASE_RECIPE = 1
+"""Bump when the base's build steps change: a base of another recipe is rebuilt."""
+BASE_TAG = f"localhost/slinky-suite/python-base:{SUITE}-r{BASE_RECIPE}"
+LOCAL_TAG = "localhost/slinky-suite/gpu-topology-labeler:test"
+"""What :func:`build` tags the image as (never a registry name: nothing here is pushed)."""
+IMAGE_USER = "65532:65532"
+"""The ``USER`` the Dockerfile sets, the chart's ``runAsUser``/``runAsGroup``."""
+ULIMITS = ("nofile=8192:8192", "nproc=4096:4096")
+"""Limits under any sane hard limit (see the module docstring)."""
+BUILD_CA = "/run/slinky-build-ca.pem"
+"""Where the host's CA bundle is mounted during ``RUN`` steps (build only)."""
+
+
+class ImageError(RuntimeError):
+    """The image cannot be built or run here; one line that says what and why."""
+
+
+# --- packages ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AptPackage:
+    """A Debian package the image tier needs."""
+
+    name: str
+    provides: str
+    """A command on PATH, or an absolute path, whose presence means the package is not needed."""
+    bookworm: str
+    """The version pinned on Debian bookworm."""
+
+    def present(self, which: Callable[[str], str | None] = shutil.which) -> bool:
+        if self.provides.startswith("/"):
+            return Path(self.provides).exists()
+        return which(self.provides) is not None or Path("/usr/sbin", self.provides).exists()
+
+
+APT_PACKAGES = (
+    AptPackage("podman", "podman", "4.3.1+ds1-8+deb12u1+b3"),
+    AptPackage("runc", "runc", "1.1.5+ds1-1+deb12u1"),
+    AptPackage("debootstrap", "debootstrap", "1.0.128+nmu2+deb12u2"),
+    AptPackage(
+        "debian-archive-keyring", "/usr/share/keyrings/debian-archive-keyring.gpg", "2023.3+deb12u2"
+    ),
+)
+"""``runc`` is checked by command because Docker's ``containerd.io`` package ships one (and
+conflicts with Debian's). Their dependencies (conmon, containers-common, ...) come with them."""
+
+
+def os_codename(os_release: Path = Path("/etc/os-release")) -> str:
+    """``VERSION_CODENAME`` of this machine's distribution (``""`` when unknown)."""
+    try:
+        text = os_release.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    match = re.search(r"^VERSION_CODENAME=\"?([^\"\n]*)\"?$", text, re.MULTILINE)
+    return match[1] if match else ""
+
+
+def apt_plan(
+    missing: Sequence[AptPackage], codename: str, available: Callable[[str, str], bool]
+) -> tuple[list[str], list[str]]:
+    """The ``apt-get install`` arguments for ``missing`` and a note per package not pinned.
+
+    On bookworm each package is pinned (``name=version``) when the archive still has that version
+    (``available(name, version)``); otherwise, and on any other distribution, the candidate is
+    installed and a note says so.
+    """
+    args: list[str] = []
+    notes: list[str] = []
+    for package in missing:
+        if codename == SUITE and available(package.name, package.bookworm):
+            args.append(f"{package.name}={package.bookworm}")
+            continue
+        args.append(package.name)
+        if codename == SUITE:
+            notes.append(f"{package.name} {package.bookworm} is no longer in the archive")
+        else:
+            notes.append(f"{package.name}: {codename or 'this distribution'} is not {SUITE}")
+    return args, notes
+
+
+def _apt_has(name: str, version: str) -> bool:
+    proc = subprocess.run(
+        ["apt-cache", "madison", name], capture_output=True, text=True, check=False
+    )
+    return any(
+        line.split("|")[1].strip() == version
+        for line in proc.stdout.splitlines()
+        if line.count("|") >= 2
+    )
+
+
+def _run_logged(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None = None) -> str:
+    """Run ``argv``, its output appended to ``log``; raise ImageError with the last line."""
+    with log.open("a") as out:
+        out.write(f"$ {shlex.join(argv)}\n")
+        out.flush()
+        proc = subprocess.run(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=dict(env) if env is not None else None,
+            check=False,
+        )
+        out.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = (proc.stdout.strip().splitlines() or ["no output"])[-1]
+        raise ImageError(
+            f"{Path(argv[0]).name} failed (exit {proc.returncode}): {tail} (log: {log})"
+        )
+    return proc.stdout
+
+
+def ensure_packages(which: Callable[[str], str | None] = shutil.which) -> list[str]:
+    """Install the missing :data:`APT_PACKAGES`; return what was installed (``[]`` when nothing)."""
+    missing = [p for p in APT_PACKAGES if not p.present(which)]
+    if not missing:
+        return []
+    if os.geteuid() != 0 or which("apt-get") is None:
+        names = " ".join(p.name for p in missing)
+        raise ImageError(f"the image tier needs {names}; install them (apt-get install {names})")
+    folder = cache_root()
+    archives = folder / "apt"
+    (archives / "partial").mkdir(parents=True, exist_ok=True)
+    log = folder / "apt.log"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    what = "image: apt-get install " + " ".join(p.name for p in missing)
+    with heartbeat(what, "about 30 s (downloads cached in image/apt)"):
+        _run_logged(["apt-get", "update"], log, env=env)
+        args, notes = apt_plan(missing, os_codename(), _apt_has)
+        for note in notes:
+            print(f"image: {note}; installing the candidate", file=sys.stderr, flush=True)
+        _run_logged(
+            [
+                "apt-get", "install", "-y", "--no-install-recommends",
+                "-o", f"Dir::Cache::Archives={archives}", *args,
+            ],
+            log,
+            env=env,
+        )  # fmt: skip
+    return args
+
+
+# --- podman ------------------------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    """``$SLINKY_SUITE_CACHE/image``."""
+    return toolchain.cache_root() / "image"
+
+
+def overlay_works(folder: Path) -> bool:
+    """Whether the kernel mounts an overlay on ``folder``'s filesystem (in a private mount
+    namespace, gone when the probe ends)."""
+    probe = Path(tempfile.mkdtemp(prefix=".overlay-probe-", dir=folder))
+    try:
+        for name in ("lower", "upper", "work", "merged"):
+            (probe / name).mkdir()
+        options = f"lowerdir={probe / 'lower'},upperdir={probe / 'upper'},workdir={probe / 'work'}"
+        proc = subprocess.run(
+            [
+                "unshare", "--mount", "--propagation", "private",
+                "mount", "-t", "overlay", "overlay", "-o", options, str(probe / "merged"),
+            ],
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
+        return proc.returncode == 0
+    except OSError:
+        return False
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def storage_driver() -> str:
+    """``SLINKY_IMAGE_STORAGE_DRIVER``, else ``overlay`` where the kernel mounts one, else ``vfs``."""
+    forced = os.environ.get("SLINKY_IMAGE_STORAGE_DRIVER")
+    if forced:
+        return forced
+    folder = cache_root()
+    folder.mkdir(parents=True, exist_ok=True)
+    return "overlay" if overlay_works(folder) else "vfs"
+
+
+@dataclass(frozen=True)
+class Podman:
+    """Rootful podman with storage of its own (see the module docstring for each flag)."""
+
+    root: Path
+    runroot: Path
+    driver: str
+    runtime: str = "runc"
+
+    @classmethod
+    def default(cls) -> Podman:
+        driver = storage_driver()
+        return cls(
+            root=cache_root() / f"storage-{driver}",
+            runroot=Path(tempfile.gettempdir()) / f"slinky-suite-podman-{driver}",
+            driver=driver,
+        )
+
+    def argv(self, *args: str) -> list[str]:
+        return [
+            "podman",
+            "--root", str(self.root),
+            "--runroot", str(self.runroot),
+            "--tmpdir", str(self.runroot / "libpod"),
+            "--storage-driver", self.driver,
+            "--runtime", self.runtime,
+            "--cgroup-manager", "cgroupfs",
+            "--events-backend", "file",
+            *args,
+        ]  # fmt: skip
+
+    def run(
+        self, *args: str, timeout: float = 300, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        try:
+            proc = subprocess.run(
+                self.argv(*args),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ImageError(f"podman {args[0]}: no result in {timeout:.0f}s") from exc
+        if check and proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ImageError(f"podman {args[0]} failed (exit {proc.returncode}): {tail}")
+        return proc
+
+    def exists(self, ref: str) -> bool:
+        return self.run("image", "exists", ref, check=False).returncode == 0
+
+    def inspect(self, ref: str) -> dict[str, Any]:
+        data = json.loads(self.run("image", "inspect", ref).stdout)
+        return dict(data[0])
+
+    def size(self, ref: str) -> int:
+        """Bytes of the image, every layer counted, uncompressed (``podman images`` SIZE)."""
+        return int(self.inspect(ref)["Size"])
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# --- the base ----------------------------------------------------------------------------------
+
+TRIM = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "var/cache/apt",
+    "var/lib/apt/lists",
+    "var/log",
+)
+"""Emptied in the base: nothing in the image reads them."""
+
+
+def base_tarball() -> Path:
+    return cache_root() / f"base-{SUITE}-r{BASE_RECIPE}.tar"
+
+
+def _build_base_tarball(dest: Path, mirror: str) -> None:
+    """debootstrap into a temporary folder beside ``dest``; ``dest`` appears only when complete."""
+    folder = dest.parent
+    log = folder / f"base-{SUITE}.log"
+    log.write_text("")
+    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+    debs = folder / "debootstrap"
+    debs.mkdir(parents=True, exist_ok=True)
+    rootfs = Path(tempfile.mkdtemp(prefix=".base-", dir=folder))
+    try:
+        _run_logged(
+            [
+                "unshare", "--mount", "--propagation", "private", "--pid", "--fork",
+                "--kill-child", debootstrap, "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}", f"--cache-dir={debs}",
+                SUITE, str(rootfs), mirror,
+            ],
+            log,
+        )  # fmt: skip
+        for sub in TRIM:
+            target = rootfs / sub
+            if target.is_dir():
+                for child in target.iterdir():
+                    if child.is_dir() and not child.is_symlink():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink()
+        staging = dest.with_name(f".{dest.name}.partial")
+        _run_logged(
+            ["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(staging), "."],
+            log,
+        )
+        staging.chmod(0o644)
+        staging.replace(dest)
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+
+
+def ensure_base(podman: Podman) -> str:
+    """The base image's tag in ``podman``'s storage, built and imported when missing."""
+    with _locked(cache_root() / "base.lock"):
+        if podman.exists(BASE_TAG):
+            return BASE_TAG
+        tarball = base_tarball()
+        if not tarball.is_file():
+            try:
+                mirror = debian_mirror()
+            except SlurmChrootError as exc:
+                raise ImageError(str(exc)) from exc
+            with heartbeat(
+                f"image: debootstrap {SUITE} with {' '.join(BASE_PACKAGES)} from {mirror}",
+                "about 1.5 min cold on 2 cores",
+            ):
+                _build_base_tarball(tarball, mirror)
+        podman.run(
+            "import",
+            "--change", 'CMD ["python3"]',
+            "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--message", f"slinky-suite test base: Debian {SUITE} minbase + {' '.join(BASE_PACKAGES)}",
+            str(tarball),
+            BASE_TAG,
+        )  # fmt: skip
+        return BASE_TAG
+
+
+# --- build and run -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Build:
+    """One ``podman build`` of the Dockerfile."""
+
+    ref: str
+    image_id: str
+    seconds: float
+    size: int
+    """Bytes, uncompressed, base included."""
+    base_size: int
+    cached_steps: int
+    """Steps podman reused from its layer cache (0 on a cold build)."""
+
+    @property
+    def added(self) -> int:
+        """Bytes the Dockerfile adds to its base."""
+        return self.size - self.base_size
+
+    def describe(self) -> str:
+        return (
+            f"{self.ref} ({self.image_id[:12]}): {self.size / 1e6:.0f} MB uncompressed, "
+            f"{self.added / 1e6:.0f} MB over its base; built in {self.seconds:.0f}s"
+            + (f" ({self.cached_steps} steps from the layer cache)" if self.cached_steps else "")
+        )
+
+
+def labeler_version() -> str:
+    meta = yaml.safe_load((LABELER_CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    return str(meta["appVersion"])
+
+
+def published_ref() -> str:
+    """The reference the chart's default values give, which the release workflow publishes."""
+    defaults = yaml.safe_load((LABELER_CHART / "values.yaml").read_text(encoding="utf-8"))
+    return image_ref(defaults, {}, labeler_version())
+
+
+def host_ca_bundle() -> Path | None:
+    """The CA bundle this machine's TLS clients trust (``None`` when there is no file)."""
+    for candidate in (os.environ.get("PIP_CERT"), ssl.get_default_verify_paths().cafile):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def build_argv(
+    podman: Podman, base: str, *, tag: str = LOCAL_TAG, version: str, ca: Path | None
+) -> list[str]:
+    """``podman build`` of the repository Dockerfile on ``base`` (see the module docstring)."""
+    args = [
+        "build",
+        "--pull=never",
+        "--network", "host",
+        "--layers",
+        *(f"--ulimit={u}" for u in ULIMITS),
+        "--build-arg", f"BASE_IMAGE={base}",
+        "--build-arg", f"VERSION={version}",
+        "--file", str(DOCKERFILE),
+        "--tag", tag,
+    ]  # fmt: skip
+    if ca is not None:
+        args += ["--volume", f"{ca}:{BUILD_CA}:ro", "--build-arg", f"PIP_CERT={BUILD_CA}"]
+    if os.environ.get("PIP_INDEX_URL"):
+        args += ["--build-arg", f"PIP_INDEX_URL={os.environ['PIP_INDEX_URL']}"]
+    return podman.argv(*args, str(REPO_ROOT))
+
+
+def build(podman: Podman | None = None, *, tag: str = LOCAL_TAG) -> Build:
+    """Packages and base when missing, then ``podman build`` of the Dockerfile (layer-cached)."""
+    if os.geteuid() != 0:
+        raise ImageError("building the labeler image needs root (rootful podman)")
+    ensure_packages()
+    podman = podman or Podman.default()
+    base = ensure_base(podman)
+    argv = build_argv(podman, base, tag=tag, version=labeler_version(), ca=host_ca_bundle())
+    log = cache_root() / "build.log"
+    log.write_text("")
+    started = time.monotonic()
+    with (
+        _locked(cache_root() / "build.lock"),
+        heartbeat(
+            f"image: podman build of {DOCKERFILE.name} on {base} (log: {log})",
+            "about 1 min cold (pip install from PyPI), seconds when its layers are cached",
+        ),
+    ):
+        output = _run_logged(argv, log)
+    seconds = time.monotonic() - started
+    info = podman.inspect(tag)
+    return Build(
+        ref=tag,
+        image_id=str(info["Id"]),
+        seconds=seconds,
+        size=int(info["Size"]),
+        base_size=podman.size(base),
+        cached_steps=len(re.findall(r"^--> Using cache ", output, re.MULTILINE)),
+    )
+
+
+def run_argv(
+    podman: Podman,
+    image: str,
+    args: Sequence[str] = (),
+    *,
+    mounts: Mapping[Path, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    entrypoint: str | None = None,
+    name: str | None = None,
+) -> list[str]:
+    """``podman run`` of ``image`` as the chart runs its pod: the image's user, read-only root
+    with a tmpfs on ``/tmp`` only, no capabilities, no privilege gain, host network; ``mounts``
+    (host file or folder to container path) are read-only."""
+    opts = [
+        "run", "--rm",
+        "--network", "host",
+        "--read-only", "--read-only-tmpfs=false",
+        "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m,mode=1777",
+        "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges",
+        *(f"--ulimit={u}" for u in ULIMITS),
+    ]  # fmt: skip
+    if name:
+        opts += ["--name", name]
+    for host, inside in (mounts or {}).items():
+        opts += ["--volume", f"{host}:{inside}:ro"]
+    for key, value in (env or {}).items():
+        opts += ["--env", f"{key}={value}"]
+    if entrypoint is not None:
+        opts += ["--entrypoint", entrypoint]
+    return podman.argv(*opts, image, *args)
+
+
+_INLINED = {
+    "certificate-authority": "certificate-authority-data",
+    "client-certificate": "client-certificate-data",
+    "client-key": "client-key-data",
+}
+
+
+def self_contained_kubeconfig(source: Path, dest: Path, owner: str = IMAGE_USER) -> Path:
+    """``source`` with every file it names inlined (``certificate-authority`` becomes
+    ``certificate-authority-data``, ...), so it works where those paths do not exist (a
+    container), written to ``dest`` with mode 0400 for ``owner`` (``uid:gid``), like the token a
+    pod gets. Writing another user's file needs root."""
+    import base64  # noqa: PLC0415
+
+    config = yaml.safe_load(source.read_text(encoding="utf-8"))
+    for section, key in (("clusters", "cluster"), ("users", "user")):
+        for item in config.get(section) or []:
+            entry = item.get(key) or {}
+            for path_key, data_key in _INLINED.items():
+                if path_key in entry:
+                    raw = Path(entry.pop(path_key)).read_bytes()
+                    entry[data_key] = base64.b64encode(raw).decode()
+    dest.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    uid, _, gid = owner.partition(":")
+    os.chown(dest, int(uid), int(gid or uid))
+    dest.chmod(0o400)
+    return dest
+
+
+def run(
+    podman: Podman,
+    image: str,
+    args: Sequence[str] = (),
+    *,
+    timeout: float = 300,
+    **options: Any,
+) -> subprocess.CompletedProcess[str]:
+    """Run the container (see :func:`run_argv`) to its end; never raises on its exit status."""
+    argv = run_argv(podman, image, args, **options)
+    try:
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ImageError(f"{image} {' '.join(args)[:80]}: no result in {timeout:.0f}s") from exc
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m slinky_harness.image", description=__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("prepare", help="install packages, make the base, build the image")
+    sub.add_parser("ref", help="print the image reference the release workflow publishes")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "ref":
+        print(published_ref())
+        return 0
+    try:
+        built = build()
+    except (ImageError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"image: {built.describe()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
