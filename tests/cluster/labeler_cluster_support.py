@@ -15,15 +15,22 @@ identity and token, never from the labeler's own counters.
 The fake nodes are not kwok-managed (no kwok controller, no scheduler run in this control plane):
 the labeler only reads labels and annotations, and 1,000 heartbeating nodes would load the
 machine for nothing.
+
+:class:`StallProxy` stands between a labeler and the API server: a TCP proxy that forwards until
+:meth:`~StallProxy.stall`, then drops every byte both ways while keeping the connections open (a
+stalled endpoint: the client sees silence, not an error), until :meth:`~StallProxy.resume`
+closes the connections of the stall and forwards again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -71,6 +78,101 @@ RBAC_KINDS = frozenset(
 FAST = ("--qps=0", "--write-workers=8", "--debounce-seconds=0.5")
 """Pacing for tests (after the chart's arguments, so they win): no write limit, eight patches
 in flight, half a second of debounce."""
+
+
+class StallProxy:
+    """A loopback TCP proxy to ``upstream`` that can stall (see the module doc). One thread,
+    ``select`` over every socket; closed on exit."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.stalled = False
+        self.connections = 0
+        self._listener = socket.socket()
+        self._peer: dict[socket.socket, socket.socket | None] = {}
+        self._tainted: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stall-proxy", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
+
+    def __enter__(self) -> StallProxy:
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join(10)
+        self._listener.close()
+
+    def stall(self) -> None:
+        """Drop every byte from now on, both ways, on every connection (open or new)."""
+        with self._lock:
+            self.stalled = True
+            self._tainted.update(self._peer)
+
+    def resume(self) -> None:
+        """Close the connections of the stall (what they carried is lost), forward again."""
+        with self._lock:
+            self.stalled = False
+            for sock in self._tainted:
+                self._close(sock)
+            self._tainted.clear()
+
+    def _close(self, sock: socket.socket) -> None:
+        peer = self._peer.pop(sock, None)
+        sock.close()
+        if peer is not None and peer in self._peer:
+            self._peer.pop(peer, None)
+            peer.close()
+
+    def _accept(self) -> None:
+        client, _ = self._listener.accept()
+        self.connections += 1
+        if self.stalled:
+            self._peer[client] = None  # a blackhole: nothing behind it
+            self._tainted.add(client)
+            return
+        upstream = socket.create_connection(self.upstream, timeout=5)
+        self._peer[client] = upstream
+        self._peer[upstream] = client
+
+    def _run(self) -> None:
+        try:
+            while not self._done.is_set():
+                readable, _, _ = select.select([self._listener, *self._peer], [], [], 0.05)
+                with self._lock:
+                    for sock in readable:
+                        if sock is self._listener:
+                            self._accept()
+                        elif sock in self._peer:
+                            self._pump(sock)
+        finally:
+            with self._lock:
+                for sock in list(self._peer):
+                    self._close(sock)
+
+    def _pump(self, sock: socket.socket) -> None:
+        try:
+            data = sock.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            self._tainted.discard(sock)
+            self._close(sock)
+            return
+        peer = self._peer.get(sock)
+        if self.stalled or peer is None:
+            return  # dropped
+        try:
+            peer.sendall(data)
+        except OSError:
+            self._close(sock)
 
 
 def free_port() -> int:
@@ -146,15 +248,24 @@ class LabelerLab:
 
     # -- identity ---------------------------------------------------------------------------
 
-    def kubeconfig(self, name: str) -> tuple[Path, str]:
+    def kubeconfig(self, name: str, *, port: int | None = None) -> tuple[Path, str]:
         """A new token for the chart's ServiceAccount (TokenRequest) in a kubeconfig of its own,
-        and the token's credential id as the audit log shows it."""
+        and the token's credential id as the audit log shows it. ``port``: reach the API server
+        there instead (a :class:`StallProxy` on the same address)."""
         self._tokens += 1
         token = lb.mint_token(self.api_client, NAMESPACE, self.account)
         path = lb.token_kubeconfig(
             self.cluster, token, self.workdir / f"{name}-{self._tokens}.kubeconfig", name
         )
+        if port is not None:
+            config = yaml.safe_load(path.read_text())
+            config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+            path.write_text(yaml.safe_dump(config))
         return path, lb.token_credential(token)
+
+    def proxy(self) -> StallProxy:
+        """A :class:`StallProxy` to this control plane's API server (use it with ``with``)."""
+        return StallProxy(("127.0.0.1", self.cluster.ports.kube_apiserver))
 
     # -- audit ------------------------------------------------------------------------------
 
@@ -197,13 +308,16 @@ class LabelerLab:
         assert run.returncode == 0, run.describe()
         return run
 
-    def start_replica(self, identity: str) -> Replica:
-        """A long-running replica with its own token, identity and metrics port."""
+    def start_replica(self, identity: str, *extra: str, via: int | None = None) -> Replica:
+        """A long-running replica with its own token, identity and metrics port; ``extra``
+        arguments last; ``via``: the port of a :class:`StallProxy` to reach the API through."""
         port = free_port()
         log = self.workdir / f"{identity}.log"
-        kubeconfig, credential = self.kubeconfig(identity)
+        kubeconfig, credential = self.kubeconfig(identity, port=via)
         argv = lb.labeler_argv(
-            *self.labeler_args(kubeconfig, f"--identity={identity}", f"--metrics-port={port}")
+            *self.labeler_args(
+                kubeconfig, f"--identity={identity}", f"--metrics-port={port}", *extra
+            )
         )
         with log.open("wb") as sink:
             proc = subprocess.Popen(
@@ -225,6 +339,18 @@ class LabelerLab:
         data = json.loads(answer.data)
         answer.release_conn()
         return {str(i["metadata"]["name"]): i for i in data["items"]}
+
+    def patch_annotations(self, names: Sequence[str], annotations: dict[str, str | None]) -> None:
+        """Change the annotations of Nodes ``names`` as the cluster admin (``None`` deletes)."""
+        for name in names:
+            answer = self.core.patch_node(
+                name,
+                {"metadata": {"annotations": annotations}},
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+            _ = answer.data
+            answer.release_conn()
 
     def patch_labels(self, name: str, labels: dict[str, str | None]) -> None:
         """Change a Node's labels as the cluster admin (``None`` deletes)."""
@@ -357,6 +483,7 @@ __all__ = [
     "SPEC",
     "LabelerLab",
     "Replica",
+    "StallProxy",
     "env_summary",
     "expected_block",
     "gpu_nodes",

@@ -5,12 +5,17 @@ chart's ServiceAccount, against a real kube-apiserver; its output loaded into a 
 One scenario in order, on one control plane of its own (``labeler_cluster_support``): the first
 pass, Slurm's verdict on every annotation, an idle second pass, then two long-running replicas
 that see nodes come, go and move, bad input, a leader change, and a slurm-cluster release that
-references the labeler's ConfigMap. Writes are read from the API server's audit log, by identity
-and by token.
+references the labeler's ConfigMap. Then what goes wrong: a stalled API server (a proxy that stops
+forwarding) against ``--once`` and ``generate --from-cluster``, a leader stalled mid-pass that
+loses its Lease, SIGTERM in the middle of a long pass, the topology ConfigMap deleted by hand.
+Writes are read from the API server's audit log, by identity and by token.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -136,6 +141,8 @@ def test_the_token_has_the_charts_rights_and_no_more(lab: LabelerLab) -> None:
         ("watch", "nodes"),
         ("patch", "nodes"),
         ("get", f"configmaps/{CONFIGMAP}", *ns),
+        ("list", f"configmaps/{CONFIGMAP}", *ns),  # its own ConfigMap, watched by name
+        ("watch", f"configmaps/{CONFIGMAP}", *ns),
         ("update", f"configmaps/{CONFIGMAP}", *ns),
         ("create", "configmaps", *ns),
         ("create", "events", *ns),
@@ -146,6 +153,8 @@ def test_the_token_has_the_charts_rights_and_no_more(lab: LabelerLab) -> None:
         ("patch", "nodes", "--subresource=status"),
         ("update", "configmaps/someone-elses", *ns),
         ("list", "configmaps", *ns),
+        ("watch", "configmaps", *ns),
+        ("watch", "configmaps/someone-elses", *ns),
         ("get", "secrets", *ns),
         ("create", "configmaps", "-n", "default"),
         ("update", "leases.coordination.k8s.io/another-lease", *ns),
@@ -173,11 +182,11 @@ def test_first_pass_labels_every_gpu_node_and_publishes_the_configmap(
     ]
     assert run.last("pass done")["writes"] == len(writes)
     lease = next(a.split("=", 1)[1] for a in lab.args if a.startswith("--lease-name="))
-    # --once with the chart's --lease-name takes the Lease for the pass and gives it back
-    assert _summary(lab.lease_writes()) == [
-        ("leases", "create", lease),
-        ("leases", "update", lease),
-    ]
+    # --once with the chart's --lease-name takes the Lease for the pass, renews it while the
+    # pass lasts (every retry period) and gives it back
+    first, *updates = _summary(lab.lease_writes())
+    assert first == ("leases", "create", lease)
+    assert updates and set(updates) == {("leases", "update", lease)}
 
     nodes = lab.nodes()
     for name, labels in gpu.items():
@@ -232,8 +241,10 @@ def test_second_pass_writes_nothing(lab: LabelerLab) -> None:
     lab.timings["second pass"] = run.seconds
     lab.settled_writes(quiet=1.0)
     new = lab.all_writes()[len(before) :]
-    # nothing but taking the (released) Lease for the --once pass and giving it back
-    assert [(w.resource, w.verb, w.ok) for w in new] == [("leases", "update", True)] * 2
+    # nothing but taking the (released) Lease for the --once pass (renewing it, if the pass
+    # outlasts a retry period) and giving it back
+    assert len(new) >= 2
+    assert {(w.resource, w.verb, w.ok) for w in new} == {("leases", "update", True)}
     assert run.last("pass done")["planned"] == 0
     assert lab.configmap()["metadata"]["resourceVersion"] == version
 
@@ -447,3 +458,172 @@ def test_slurm_cluster_references_the_labelers_configmap_and_never_overwrites_it
     mark = len(lab.settled_writes())
     assert lab.run_once().last("pass done")["planned"] == 0
     assert lab.settled_writes(quiet=1.0)[mark:] == []
+
+
+# --- a stalled API server, a lost Lease, SIGTERM, a deleted ConfigMap ----------------------------
+
+GENERATE = "import sys; from slinky_topology.cli import main; sys.exit(main(sys.argv[1:]))"
+SLOW = ("--qps=2", "--burst=1", "--write-workers=1")
+"""A long pass: two node patches a second, one at a time (after FAST, so they win)."""
+
+
+def _annotated(lab: LabelerLab, count: int) -> list[str]:
+    """``count`` Nodes that carry the labeler's annotation now (by name)."""
+    return [name for name, spec in sorted(_annotations(lab).items()) if spec][:count]
+
+
+def _by(writes: list[lb.AuditWrite], replica: Replica, resource: str = "") -> list[lb.AuditWrite]:
+    """The writes of ``replica`` (its token), of ``resource`` when given."""
+    return [
+        w
+        for w in writes
+        if w.credential == replica.credential and (not resource or w.resource == resource)
+    ]
+
+
+def _lead(lab: LabelerLab, replica: Replica) -> None:
+    wait_for(lambda: lab.lease_holder() == replica.identity, 60, f"{replica.identity} to lead")
+    wait_for(lambda: replica.sample(PASSES, result="ok") >= 1, 60, "its first pass")
+
+
+def _grace_period(lab: LabelerLab) -> int:
+    deployment = next(d for d in lab.rendered if d["kind"] == "Deployment")
+    return int(deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"])
+
+
+def test_once_and_generate_against_a_stalled_api_server_end_within_their_timeouts(
+    lab: LabelerLab,
+) -> None:
+    """Before: both were still blocked after 45 s (no client timeout)."""
+    lab.stop_replicas()
+    with lab.proxy() as proxy:
+        proxy.stall()
+        kubeconfig, _ = lab.kubeconfig("stalled", port=proxy.port)
+        once = lb.run_labeler(
+            lab.labeler_args(kubeconfig, "--once", "--metrics-port=0", "--request-timeout=3"),
+            timeout=120,
+        )
+        env = {**lb._child_env(), "KUBECONFIG": str(kubeconfig)}
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        started = time.monotonic()
+        generate = subprocess.run(
+            [sys.executable, "-c", GENERATE, "generate", "--from-cluster"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        generate_seconds = time.monotonic() - started
+        assert proxy.connections >= 2, "both went through the stalled proxy"
+    lab.timings["--once, stalled API server (3 s timeout)"] = once.seconds
+    lab.timings["generate --from-cluster, stalled API server (default timeout)"] = generate_seconds
+    assert once.returncode == 1, once.describe()
+    assert "error: listing Nodes failed" in once.stderr and "timed out" in once.stderr
+    assert once.seconds < 30, "3 s of timeout plus the interpreter's start (on a busy machine)"
+    assert generate.returncode == 1, generate.stderr
+    assert "listing Nodes failed" in generate.stderr and "timed out" in generate.stderr
+    assert 30 <= generate_seconds < 60, "the 30 s default timeout"
+
+
+def test_a_stalled_leader_loses_the_lease_and_never_writes_after_it(lab: LabelerLab) -> None:
+    """Leader ``a`` reaches the API server through a proxy and is mid-pass (two patches a
+    second) when the proxy stalls: its calls time out, it cannot renew, ``b`` takes the Lease
+    once it expires and finishes the pass. Then the proxy forwards again: ``a`` retries
+    nothing (before: its retries ignored leadership and wrote after ``b`` took over)."""
+    lab.stop_replicas()
+    nodes = _annotated(lab, 60)
+    with lab.proxy() as proxy:
+        a = lab.start_replica("stalled-a", *SLOW, "--request-timeout=3", via=proxy.port)
+        _lead(lab, a)
+        b = lab.start_replica("direct-b", "--request-timeout=3")
+        mark = len(lab.all_writes())
+        lab.patch_annotations(nodes, {SPEC: None})
+        wait_for(lambda: len(_by(lab.all_writes()[mark:], a, "nodes")) >= 4, 60, "a in mid-pass")
+        proxy.stall()
+        stalled = time.monotonic()
+        # the Lease expires 15 s after a's last renewal; b's next round takes it
+        wait_for(lambda: lab.lease_holder() == b.identity, 180, "b to take the Lease")
+        lab.timings["Lease taken over from a stalled leader"] = time.monotonic() - stalled
+        wait_for(lambda: all(_annotations(lab)[n] for n in nodes), 120, "b to finish the pass")
+        proxy.resume()
+        # a reaches the API server again: several election rounds and retry periods
+        wait_for(lambda: a.sample(PASSES, result="interrupted") >= 1, 30, "a's pass stopped")
+        time.sleep(8)
+        writes = lab.all_writes()[mark:]
+        a_logs = a.logs()
+        lab.stop_replicas()
+    takeover = next(
+        i
+        for i, w in enumerate(writes)
+        if w.credential == b.credential and w.resource == "leases" and w.ok
+    )
+    assert _by(writes[takeover:], a) == [], "a wrote after b took the Lease"
+    a_nodes = {w.name for w in _by(writes, a, "nodes") if w.ok}
+    b_nodes = {w.name for w in _by(writes, b, "nodes") if w.ok}
+    assert len(a_nodes) >= 4 and a_nodes | b_nodes == set(nodes)
+    assert any(line.get("msg") == "pass stopped: not the leader" for line in a_logs)
+
+
+def test_sigterm_ends_a_long_pass_within_the_grace_period(lab: LabelerLab) -> None:
+    """A pass of 60 patches at two a second (30 s); SIGTERM after a few: the replica stops at
+    its next write and releases the Lease well within the chart's grace period (before: the
+    pass ran on to its end, whatever its length)."""
+    lab.stop_replicas()
+    grace = _grace_period(lab)
+    nodes = _annotated(lab, 60)
+    c = lab.start_replica("sigterm-c", *SLOW)
+    _lead(lab, c)
+    mark = len(lab.all_writes())
+    lab.patch_annotations(nodes, {SPEC: None})
+    wait_for(lambda: len(_by(lab.all_writes()[mark:], c, "nodes")) >= 3, 60, "c in mid-pass")
+    at_term = len(lab.all_writes())
+    started = time.monotonic()
+    c.proc.send_signal(signal.SIGTERM)
+    code = c.proc.wait(timeout=grace)
+    seconds = time.monotonic() - started
+    lab.timings["SIGTERM to exit, mid-pass"] = seconds
+    after = _by(lab.all_writes()[at_term:], c)
+    assert code == 0, c.log.read_text()[-2000:]
+    assert seconds < grace, f"{seconds:.1f}s after SIGTERM (grace period {grace}s)"
+    assert len([w for w in after if w.resource == "nodes"]) <= 1, "at most the write in flight"
+    assert [(w.resource, w.verb) for w in after if w.resource == "leases"] == [
+        ("leases", "update")
+    ], "the Lease released"
+    assert lab.lease_holder() == ""
+    assert len(_by(lab.all_writes()[mark:], c, "nodes")) < len(nodes)
+    assert any(line.get("msg") == "pass stopped: shutting down" for line in c.logs())
+    # the next leader finishes the job
+    lab.run_once()
+    assert all(_annotations(lab)[n] for n in nodes)
+
+
+def _configmap_data(lab: LabelerLab) -> dict[str, str] | None:
+    from kubernetes import client  # noqa: PLC0415
+
+    try:
+        return dict(lab.configmap().get("data") or {})
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def test_a_deleted_configmap_is_restored_within_seconds(lab: LabelerLab) -> None:
+    """Before: it came back at the next resync (300 s)."""
+    lab.stop_replicas()
+    d = lab.start_replica("restore-d")
+    _lead(lab, d)
+    good = _configmap_data(lab)
+    assert good
+    mark = len(lab.all_writes())
+    lab.core.delete_namespaced_config_map(CONFIGMAP, NAMESPACE)
+    started = time.monotonic()
+    wait_for(lambda: _configmap_data(lab) == good, 60, "the ConfigMap restored")
+    seconds = time.monotonic() - started
+    lab.timings["deleted ConfigMap restored"] = seconds
+    lab.settled_writes(quiet=1.0)
+    new = lab.all_writes()[mark:]
+    lab.stop_replicas()
+    assert seconds < 15, f"restored after {seconds:.1f}s"
+    assert _summary(_by(new, d)) == [("configmaps", "create", CONFIGMAP)]

@@ -17,8 +17,8 @@ Nothing blocks for long: every API call ends within ``--request-timeout`` and a 
 for ``--watch-timeout`` plus that is dropped and restarted. Before every write (retries
 included) the controller checks that it is not stopping and that, as leader, the write ends
 before its Lease could pass to another instance. SIGTERM stops a pass at its next write, then
-the Lease is released: at most three request timeouts (the chart's grace period is sized to
-it). Each loop beats a heartbeat; ``/healthz`` fails when one has not beaten for
+the Lease is released (after the election round in progress): at most three request timeouts
+(the chart's grace period is sized to it). Each loop beats a heartbeat; ``/healthz`` fails when one has not beaten for
 ``--stuck-seconds``.
 
 Offline: ``--from-nodes nodes.json`` (``kubectl get nodes -o json``) runs one dry pass without
@@ -313,6 +313,7 @@ class Controller:
         self._configmap_data: dict[str, str] | None = None
         self._configmap_known = False
         self.beats: dict[str, float] = {}
+        self._elect_thread: threading.Thread | None = None
         self.stuck_seconds: float = args.stuck_seconds or 2 * quiet_seconds(args)
         self.backoff = Backoff()
         self.publisher: Publisher | None = None
@@ -669,7 +670,8 @@ class Controller:
                 )
             )
         if self.elector is not None:
-            threads.append(threading.Thread(target=self.elect_loop, name="elect", daemon=True))
+            self._elect_thread = threading.Thread(target=self.elect_loop, name="elect", daemon=True)
+            threads.append(self._elect_thread)
         self.beat("main")
         for t in threads:
             t.start()
@@ -706,7 +708,10 @@ class Controller:
             self.beat("main")
 
     def release(self) -> None:
-        """Give the Lease up (when held): a successor need not wait for it to expire."""
+        """Give the Lease up (when held): a successor need not wait for it to expire. The
+        election round in progress, if any, ends first (its renewal would undo the release)."""
+        if self._elect_thread is not None:
+            self._elect_thread.join(timeout=self.args.request_timeout)
         if self.elector is not None:
             released = self.elector.release()
             self.metrics.leader.set(0)
@@ -879,9 +884,10 @@ def _run_once(controller: Controller) -> int:
         log.info("another instance is the leader; nothing to do")
         return 0
     if elector is not None:  # keep the Lease through a long pass
-        threading.Thread(
+        controller._elect_thread = threading.Thread(
             target=controller.elect_loop, kwargs={"wait_first": True}, name="elect", daemon=True
-        ).start()
+        )
+        controller._elect_thread.start()
     try:
         return 0 if controller.run_pass() else 1
     finally:

@@ -73,6 +73,7 @@ class LeaderElector:
         self.retry_period = retry_period
         self._clock = clock
         self._last_renew: float | None = None
+        self._lease: dict[str, Any] | None = None  # as this instance last wrote it
         self.last_error: str | None = None
         """Why the last round failed (an API error, not a lost race); ``None`` after a round
         that reached a decision."""
@@ -118,8 +119,8 @@ class LeaderElector:
                     "renewTime": stamp,
                     "leaseTransitions": 0,
                 }
-                self.api.create_lease(self.namespace, self._body(spec, None))
-                return self._won(now, "acquired")
+                written = self.api.create_lease(self.namespace, self._body(spec, None))
+                return self._won(now, "acquired", written)
             spec = dict(lease.get("spec") or {})
             holder: str = spec.get("holderIdentity") or ""
             version = (lease.get("metadata") or {}).get("resourceVersion")
@@ -128,8 +129,10 @@ class LeaderElector:
             if holder == self.identity:
                 spec["renewTime"] = stamp
                 spec["leaseDurationSeconds"] = int(self.lease_duration)
-                self.api.replace_lease(self.namespace, self.name, self._body(spec, version))
-                return self._won(now, "renewed")
+                written = self.api.replace_lease(
+                    self.namespace, self.name, self._body(spec, version)
+                )
+                return self._won(now, "renewed", written)
             if holder and renewed is not None and renewed + duration > now:
                 self._lost("held by " + holder)
                 return False
@@ -140,8 +143,8 @@ class LeaderElector:
                 renewTime=stamp,
                 leaseTransitions=int(spec.get("leaseTransitions") or 0) + (1 if holder else 0),
             )
-            self.api.replace_lease(self.namespace, self.name, self._body(spec, version))
-            return self._won(now, "taken over from " + (holder or "nobody"))
+            written = self.api.replace_lease(self.namespace, self.name, self._body(spec, version))
+            return self._won(now, "taken over from " + (holder or "nobody"), written)
         except Exception as exc:
             if status_of(exc) == 409:
                 self._lost("conflict")
@@ -150,10 +153,11 @@ class LeaderElector:
             log.warning("lease round failed", extra={"lease": self.name, "error": self.last_error})
             return self.is_leader
 
-    def _won(self, now: float, how: str) -> bool:
+    def _won(self, now: float, how: str, lease: dict[str, Any]) -> bool:
         if not self.is_leader:
             log.info("leader", extra={"lease": self.name, "identity": self.identity, "how": how})
         self._last_renew = now
+        self._lease = lease
         return True
 
     def _lost(self, why: str) -> None:
@@ -162,13 +166,19 @@ class LeaderElector:
         self._last_renew = None
 
     def release(self) -> bool:
-        """Give the Lease up if held; return whether it was released."""
+        """Give the Lease up if held; return whether it was released.
+
+        One call: the Lease as this instance last wrote it is replaced (with its
+        resourceVersion: when anyone changed it since, the replace fails and nothing is lost).
+        """
         was_leader = self._last_renew is not None
         self._last_renew = None
+        lease, self._lease = self._lease, None
         if not was_leader:
             return False
         try:
-            lease = self.api.get_lease(self.namespace, self.name)
+            if lease is None:
+                lease = self.api.get_lease(self.namespace, self.name)
             if lease is None:
                 return False
             spec = dict(lease.get("spec") or {})
@@ -181,5 +191,10 @@ class LeaderElector:
             self.api.replace_lease(self.namespace, self.name, self._body(spec, version))
             return True
         except Exception as exc:
+            if status_of(exc) == 409:
+                log.info(
+                    "lease changed since our last renewal; not released", extra={"lease": self.name}
+                )
+                return False
             log.warning("lease release failed", extra={"lease": self.name, "error": str(exc)[:300]})
             return False

@@ -142,3 +142,28 @@ def test_a_failed_round_says_why() -> None:
     assert not a.try_acquire_or_renew()
     assert a.last_error == "read timed out"
     assert a.try_acquire_or_renew() and a.last_error is None
+
+
+def test_release_is_one_call_and_never_undoes_a_newer_holder() -> None:
+    """Release replaces the Lease as this instance last wrote it (one call, so it fits in the
+    grace period); when someone changed it since, the replace conflicts and nothing is lost."""
+    api, clock = FakeLeases(), FakeClock()
+    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    reads: list[str] = []
+    real_get = api.get_lease
+
+    def counting_get(namespace: str, name: str) -> dict[str, object] | None:
+        reads.append(name)
+        return real_get(namespace, name)
+
+    api.get_lease = counting_get  # type: ignore[method-assign]
+    assert a.release() and reads == []
+    assert _spec(api)["holderIdentity"] is None
+
+    api.get_lease = real_get  # type: ignore[method-assign]
+    a.try_acquire_or_renew()
+    clock.advance(16)  # a stalls past its Lease, b takes it over; a has had no round since
+    assert b.try_acquire_or_renew()
+    assert not a.release(), "the Lease changed since a wrote it: conflict"
+    assert _spec(api)["holderIdentity"] == "b"
