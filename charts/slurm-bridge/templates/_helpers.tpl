@@ -351,3 +351,39 @@ metadata:
 automountServiceAccountToken: false
 {{- end }}
 {{- end }}
+
+{{- /*
+Namespaces that are never bridged, sorted: kube-system, kube-public, kube-node-lease, the release
+namespace, the slurm-cluster namespace and the slurm-operator's namespace (`operatorNamespace`).
+Usage: {{ $protected := include "slurm-bridge.protectedNamespaces" . | fromYamlArray }}
+*/}}
+{{- define "slurm-bridge.protectedNamespaces" -}}
+{{- $ns := list "kube-system" "kube-public" "kube-node-lease" (include "slurm-bridge.namespace" .) (include "slurm-bridge.slurmCluster.namespace" .) }}
+{{- with .Values.operatorNamespace }}{{- $ns = append $ns . }}{{- end }}
+{{- toYaml ($ns | uniq | sortAlpha) }}
+{{- end }}
+
+{{- /*
+A label selector with the protected namespaces excluded: the given selector (matchLabels kept)
+plus a `kubernetes.io/metadata.name NotIn [...]` expression, as YAML.
+Usage: {{ $sel := include "slurm-bridge.excludeProtected" (dict "context" . "selector" $selector) | fromYaml }}
+*/}}
+{{- define "slurm-bridge.excludeProtected" -}}
+{{- $sel := deepCopy (.selector | default dict) }}
+{{- $notIn := dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" (include "slurm-bridge.protectedNamespaces" .context | fromYamlArray) }}
+{{- $_ := set $sel "matchExpressions" (append ($sel.matchExpressions | default list) $notIn) }}
+{{- toYaml $sel }}
+{{- end }}
+
+{{- /*
+A duration of the form <n>(ms|s|m|h) in milliseconds ("" when it does not parse).
+Usage: {{ include "slurm-bridge.durationMs" "15s" | int64 }}
+*/}}
+{{- define "slurm-bridge.durationMs" -}}
+{{- $m := regexFindAll "^([0-9]+)(ms|s|m|h)$" (toString .) 1 }}
+{{- if $m }}
+{{- $n := regexReplaceAll "(ms|s|m|h)$" (first $m) "" | int64 }}
+{{- $unit := regexFind "(ms|s|m|h)$" (first $m) }}
+{{- mul $n (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) $unit) }}
+{{- end }}
+{{- end }}

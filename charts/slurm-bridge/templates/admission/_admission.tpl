@@ -47,16 +47,9 @@ Usage: {{ include "slurm-bridge.admission.webhook" (dict "context" . "path" "/mu
   reinvocationPolicy: Never
   {{- end }}
   timeoutSeconds: {{ int $a.timeoutSeconds }}
+  {{- /* the protected namespaces are excluded from any selector: they are never bridged */}}
   namespaceSelector:
-    {{- if $a.namespaceSelector }}
-    {{- toYaml $a.namespaceSelector | nindent 4 }}
-    {{- else }}
-    matchExpressions:
-      - key: kubernetes.io/metadata.name
-        operator: NotIn
-        values:
-          {{- toYaml (list "kube-system" (include "slurm-bridge.namespace" .context) | uniq) | nindent 10 }}
-    {{- end }}
+    {{- include "slurm-bridge.excludeProtected" (dict "context" .context "selector" $a.namespaceSelector) | nindent 4 }}
   {{- with $a.objectSelector }}
   objectSelector:
     {{- toYaml . | nindent 4 }}

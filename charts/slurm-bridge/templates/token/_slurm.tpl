@@ -112,13 +112,15 @@ Usage: {{- include "slurm-bridge.jwtEnv" . | nindent 12 }}
 
 {{- /*
 config.yaml shared by the scheduler plugin, the admission webhook and the controllers
-(fields of internal/config.Config at v1.2.1). A managedNamespaceSelector wins over the list.
+(fields of internal/config.Config at v1.2.1). manageAllNamespaces, then a managedNamespaceSelector,
+win over the list; either selector excludes the protected namespaces.
 Usage: {{ include "slurm-bridge.configYaml" . }}
 */}}
 {{- define "slurm-bridge.configYaml" -}}
 {{- $cfg := dict "schedulerName" (include "slurm-bridge.schedulerName" .) "slurmRestApi" (include "slurm-bridge.slurmRestApi" .) "mcsLabel" .Values.slurm.mcsLabel "partition" .Values.slurm.partition }}
-{{- if .Values.managedNamespaceSelector }}
-{{- $_ := set $cfg "managedNamespaceSelector" .Values.managedNamespaceSelector }}
+{{- if or .Values.manageAllNamespaces .Values.managedNamespaceSelector }}
+{{- $selector := .Values.managedNamespaceSelector | default (dict) }}
+{{- $_ := set $cfg "managedNamespaceSelector" (include "slurm-bridge.excludeProtected" (dict "context" . "selector" $selector) | fromYaml) }}
 {{- else }}
 {{- $_ := set $cfg "managedNamespaces" (.Values.managedNamespaces | default list | uniq) }}
 {{- end }}
