@@ -97,6 +97,9 @@ def cluster(session: nox.Session) -> None:
     _install(session, "test")
     _tools(session, "helm", "helm3", "ct", "kubectl")
     _prebuild(session)
+    # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
+    # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
+    session.run("python", "-m", "slinky_harness.image", "prepare")
     # One run: the real Slinky operator and slurm-bridge are built with the control plane from
     # tools/go.mod (SlinkyProject modules pinned in tools/go.sum), so nothing here is optional.
     _pytest(session, "tests/cluster")

@@ -111,10 +111,16 @@ class AptPackage:
     bookworm: str
     """The version pinned on Debian bookworm."""
 
-    def present(self, which: Callable[[str], str | None] = shutil.which) -> bool:
+    def present(self, which: Callable[[str], str | None] | None = None) -> bool:
         if self.provides.startswith("/"):
             return Path(self.provides).exists()
-        return which(self.provides) is not None or Path("/usr/sbin", self.provides).exists()
+        return (which or _which)(self.provides) is not None
+
+
+def _which(name: str) -> str | None:
+    """``shutil.which`` that also looks in the sbin folders (debootstrap, runc)."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    return shutil.which(name, path=path)
 
 
 APT_PACKAGES = (
@@ -196,7 +202,7 @@ def _run_logged(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None
     return proc.stdout
 
 
-def ensure_packages(which: Callable[[str], str | None] = shutil.which) -> list[str]:
+def ensure_packages(which: Callable[[str], str | None] = _which) -> list[str]:
     """Install the missing :data:`APT_PACKAGES`; return what was installed (``[]`` when nothing)."""
     missing = [p for p in APT_PACKAGES if not p.present(which)]
     if not missing:

@@ -120,10 +120,27 @@ TOOLS: dict[str, GoTool] = {
             version_regex=r"version v?(\S+)",
             ldflags="-X main.version=1.14.2",
         ),
+        GoTool(
+            name="actionlint",
+            module="github.com/rhysd/actionlint",
+            version="v1.7.12",
+            package="./cmd/actionlint",
+            version_args=("-version",),
+            version_regex=r"^v?(\d\S*)$",
+            ldflags="-X github.com/rhysd/actionlint.version=v1.7.12",
+        ),
+        GoTool(  # release workflow only: pushes Artifact Hub metadata next to each chart
+            name="oras",
+            module="oras.land/oras",
+            version="v1.3.6",
+            package="./cmd/oras",
+            version_args=("version",),
+            version_regex=r"Version:\s+v?(\S+)",
+        ),
     )
 }
 
-LINT_TOOLS = ("helm", "helm3", "ct", "kubeconform", "helm-docs")
+LINT_TOOLS = ("helm", "helm3", "ct", "kubeconform", "helm-docs", "actionlint")
 """The tools the offline tiers (lint, render, props) need."""
 ALL_TOOLS = (*LINT_TOOLS, "kubectl")
 
