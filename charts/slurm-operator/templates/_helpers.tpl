@@ -261,3 +261,12 @@ Usage: {{ include "slurm-operator.intOrPercent" .Values.operator.pdb.maxUnavaila
 {{ . | int64 }}
 {{- end -}}
 {{- end }}
+
+{{- /*
+"true" when operator.profile.address binds a loopback host (localhost, 127.0.0.0/8, [::1]).
+Usage: {{ if include "slurm-operator.profile.loopback" . }}
+*/}}
+{{- define "slurm-operator.profile.loopback" -}}
+{{- $host := regexReplaceAll ":[0-9]+$" (toString .Values.operator.profile.address) "" }}
+{{- if or (eq $host "localhost") (eq $host "[::1]") (regexMatch "^127\\.[0-9]+\\.[0-9]+\\.[0-9]+$" $host) }}true{{- end }}
+{{- end }}
