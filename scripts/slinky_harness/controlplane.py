@@ -60,7 +60,7 @@ ETCD_VERSION = "v3.6.16"
 KWOK_VERSION = "v0.8.0"
 SLINKY_VERSION = "v1.2.1"
 """slurm-operator, slurm-bridge and slurm-client, required by ``tools/go.mod`` at this version."""
-COLD_BUILD = "about 25 min on 2 idle cores with an empty Go cache (a few seconds when warm)"
+COLD_BUILD = "about 10 min on 2 cores with an empty Go cache (seconds when warm)"
 K8S_BUILD_DATE = "2026-07-22T18:07:38Z"
 """Publication time of k8s.io/kubernetes v1.36.3 on the module proxy; used as buildDate so
 that builds are reproducible."""

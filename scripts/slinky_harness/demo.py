@@ -402,7 +402,7 @@ def start_operator(
         )
     return OperatorRun(
         manager=manager,
-        source=(bindir / "SOURCE").read_text().strip(),
+        source=slinky_operator.source(),
         identity=identity,
         account=identity.rsplit(":", 1)[-1],
     )

@@ -127,6 +127,14 @@ def binary(name: str) -> Path:
         raise OperatorUnavailable(f"building slurm-operator {VERSION} failed: {exc}") from exc
 
 
+def source() -> str:
+    """Where :func:`binary` takes the operator from, in words."""
+    src = _checkout()
+    if src is not None:
+        return f"the source checkout {src} ({SOURCE_ENV})"
+    return f"{MODULE}@{VERSION} (tools/go.mod, hash pinned in tools/go.sum)"
+
+
 def ensure_operator() -> Path:
     """The folder holding the operator's binaries (``slurm-operator-manager`` and
     ``slurm-operator-webhook``, or ``manager``/``webhook`` from a local checkout)."""
@@ -416,6 +424,42 @@ def deployment_identity(cluster: Cluster, deployment: dict[str, Any], workdir: P
     namespace = deployment["metadata"]["namespace"]
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     return service_account_kubeconfig(cluster, namespace, account, workdir / "kubeconfig.yaml")
+
+
+SERVICE_ACCOUNT_MOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where a pod finds its ServiceAccount's namespace, token and CA (programs read the namespace
+there to know "their" namespace, e.g. for leader election)."""
+
+
+def service_account_folder(kubeconfig: Path, namespace: str, dest: Path) -> Path:
+    """What a pod of ``namespace`` sees in :data:`SERVICE_ACCOUNT_MOUNT`, for the identity in
+    ``kubeconfig`` (from :func:`service_account_kubeconfig`): ``namespace``, ``token`` (0600) and
+    ``ca.crt``."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "namespace").write_text(namespace)
+    fd = os.open(dest / "token", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(config["users"][0]["user"]["token"])
+    cluster = config["clusters"][0]["cluster"]
+    ca = cluster.get("certificate-authority-data")
+    (dest / "ca.crt").write_bytes(base64.b64decode(ca) if ca else b"")
+    return dest
+
+
+def with_mounts(argv: Sequence[str], mounts: dict[Path, Path]) -> list[str]:
+    """``argv`` run in a private mount namespace of its own in which each host folder (key) is
+    bind-mounted on a path (value), as a pod's volumes are; the host sees no mount. Each target
+    must exist: it is created (empty) on the host when missing."""
+    script = (
+        'while [ "$1" != "--" ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; '
+        'shift; exec "$@"'
+    )
+    wrapped = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
+    for source_dir, target in mounts.items():
+        target.mkdir(parents=True, exist_ok=True)
+        wrapped += [str(source_dir), str(target)]
+    return [*wrapped, "--", *argv]
 
 
 def proxy_env(proxy: ServiceProxy | None) -> dict[str, str]:

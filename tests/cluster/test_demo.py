@@ -215,7 +215,7 @@ def test_demo_report_matches_the_live_cluster(
 
 def _check_operator_ran(out: str, conf: str, env: dict[str, str], work: Path) -> None:
     """The operator line, checked against the live cluster and the operator's own log."""
-    assert demo.OPERATOR_NOT_RUN not in out and demo.OPERATOR_SKIPPED not in out, out
+    assert demo.OPERATOR_SKIPPED not in out, out
     line = re.search(
         rf"^operator: RAN the Slinky slurm-operator {slinky_operator.VERSION} manager, built from "
         r".+, as (\S+) \(the chart's ServiceAccount .*no RBAC denial or schema error.*"
