@@ -203,14 +203,15 @@ def module_dir(module: str, version: str) -> Path:
     go = shutil.which("go")
     if go is None:
         raise ToolError(f"{module}@{version}: no 'go' command on PATH; install Go 1.26 or newer")
-    proc = subprocess.run(
-        [go, "mod", "download", "-json", f"{module}@{version}"],
-        capture_output=True,
-        text=True,
-        env=go_env(),
-        cwd=tempfile.gettempdir(),
-        check=False,
-    )
+    with heartbeat(f"go mod download {module}@{version}", "under a minute", quiet_for=10):
+        proc = subprocess.run(
+            [go, "mod", "download", "-json", f"{module}@{version}"],
+            capture_output=True,
+            text=True,
+            env=go_env(),
+            cwd=tempfile.gettempdir(),
+            check=False,
+        )
     try:
         info = json.loads(proc.stdout or "{}")
     except json.JSONDecodeError:

@@ -23,17 +23,36 @@ def elapsed(seconds: float) -> str:
 
 @contextlib.contextmanager
 def heartbeat(
-    what: str, expected: str, *, every: float = EVERY, stream: TextIO | None = None
+    what: str,
+    expected: str,
+    *,
+    every: float = EVERY,
+    quiet_for: float = 0.0,
+    stream: TextIO | None = None,
 ) -> Iterator[None]:
     """Say ``what`` starts and how long it should take (``expected``, e.g. "about 8 min on 2
     cores"), then print the elapsed time every ``every`` seconds until the block ends, and how long
-    it took (or that it failed). Lines go to ``stream`` (default: standard error), flushed."""
+    it took (or that it failed). Lines go to ``stream`` (default: standard error), flushed.
+
+    ``quiet_for``: a step that is usually instant (a cache hit) says nothing unless it runs
+    longer than that many seconds; then it says what it is, and goes on as above."""
     out = stream if stream is not None else sys.stderr
     started = time.monotonic()
-    print(f"{what}: started; expected {expected}", file=out, flush=True)
     done = threading.Event()
+    spoke = threading.Event()
+
+    def start() -> None:
+        print(f"{what}: started; expected {expected}", file=out, flush=True)
+        spoke.set()
+
+    if quiet_for <= 0:
+        start()
 
     def beat() -> None:
+        if quiet_for > 0:
+            if done.wait(quiet_for):
+                return
+            start()
         while not done.wait(every):
             print(
                 f"{what}: still running, {elapsed(time.monotonic() - started)} so far "
@@ -51,5 +70,6 @@ def heartbeat(
     finally:
         done.set()
         thread.join()
-        took = elapsed(time.monotonic() - started)
-        print(f"{what}: {'done' if ok else 'FAILED'} after {took}", file=out, flush=True)
+        if spoke.is_set():
+            took = elapsed(time.monotonic() - started)
+            print(f"{what}: {'done' if ok else 'FAILED'} after {took}", file=out, flush=True)

@@ -39,3 +39,17 @@ def test_a_failing_step_says_it_failed_and_stops_speaking() -> None:
 )
 def test_elapsed(seconds: float, shown: str) -> None:
     assert elapsed(seconds) == shown
+
+
+def test_a_usually_instant_step_is_silent_when_quick_and_speaks_when_slow() -> None:
+    quick = io.StringIO()
+    with heartbeat("cache hit", "1 s", every=0.05, quiet_for=0.2, stream=quick):
+        time.sleep(0.05)
+    assert quick.getvalue() == ""
+    slow = io.StringIO()
+    with heartbeat("download", "1 min", every=0.05, quiet_for=0.1, stream=slow):
+        time.sleep(0.35)
+    lines = slow.getvalue().splitlines()
+    assert lines[0] == "download: started; expected 1 min"
+    assert any(ln.startswith("download: still running") for ln in lines), lines
+    assert lines[-1].startswith("download: done after "), lines
