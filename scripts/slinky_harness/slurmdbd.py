@@ -12,7 +12,7 @@ runs the real pair from Debian sid's packages (:data:`slinky_harness.slurm_chroo
   chart's ``Accounting`` object (:func:`operator_slurmdbd_conf` reproduces it; the cluster tier passes
   the operator's real Secret content instead). Only what names Kubernetes addresses or container
   paths is changed (:func:`localize_slurmdbd_conf`): ``DbdPort`` (a free port), ``StorageHost`` and
-  ``StoragePort`` (the private MariaDB), ``/etc/slurm/`` paths. ``DbdHost`` stays the operator's
+  ``StoragePort`` (the private MariaDB), ``/etc/slurm/`` paths and ``LogFile``. ``DbdHost`` stays the operator's
   (``<accounting>-accounting-0``): slurmdbd runs in a UTS namespace with that host name, as in its pod.
   Start-up on an empty database (schema creation) takes about 0.5 s.
 
@@ -347,12 +347,15 @@ def localize_slurmdbd_conf(
     text: str, *, dbd_port: int, storage_host: str, storage_port: int
 ) -> str:
     """The operator's slurmdbd.conf for the chroot: ``DbdPort``, ``StorageHost`` and
-    ``StoragePort`` point at this machine's ports, and container paths (``/etc/slurm/``) move
-    under the mount of the work folder. Everything else is kept as written (``DbdHost`` too)."""
+    ``StoragePort`` point at this machine's ports, and container paths move under the mount of the
+    work folder: ``/etc/slurm/`` and ``LogFile`` (``/dev/null`` in the pod: slurmdbd would
+    chown the chroot's ``/dev/null`` to ``SlurmUser``; here ``/srv/slinky/slurmdbd.log``).
+    Everything else is kept as written (``DbdHost`` too)."""
     replace = {
         "dbdport": f"DbdPort={dbd_port}",
         "storagehost": f"StorageHost={storage_host}",
         "storageport": f"StoragePort={storage_port}",
+        "logfile": f"LogFile={MOUNT_POINT}/slurmdbd.log",
     }
     lines = []
     for raw in text.splitlines():
@@ -580,7 +583,8 @@ class Slurmdbd:
         }
 
     def log(self) -> str:
-        """What slurmdbd logged (its ``-D`` stderr; the operator's ``LogFile=/dev/null`` is kept)."""
+        """What slurmdbd logged (its ``-D`` stderr, which also holds errors from before the log
+        file opened)."""
         path = self.workdir / "slurmdbd.stderr"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 

@@ -6,6 +6,11 @@ The chroot (Debian sid, debootstrap) is built once per machine by
 The tier needs Linux and root; elsewhere it is skipped, unless ``SLINKY_REQUIRE_SLURM=1`` (CI) turns
 the skip into a failure. Every test in this folder gets the ``slurm`` marker. The terminal summary
 reports the chroot time (cold build or warm reuse) and controller start-up times.
+
+Accounting: ``slurm_db`` is one private MariaDB per session (:func:`slinky_harness.slurmdbd.mariadb`,
+about 2-4 s); ``sched_cluster`` starts, per test, slurmdbd (operator's slurmdbd.conf for the rendered
+Accounting, a fresh database), slurmctld on slurm-cluster's rendered slurm.conf lines and emulated
+slurmd (see ``scheduling_support``); their start-up times are in the summary too.
 """
 
 from __future__ import annotations
@@ -19,14 +24,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.slurm import scheduling_support as sched
 
 from slinky_harness.slurm import chroot_info, ensure_chroot, slurmctld
 from slinky_harness.slurm_chroot import CHROOT_ENV, SLURM_SERIES, SUITE, cache_root
+from slinky_harness.slurmdbd import mariadb
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator, Mapping
+    from contextlib import AbstractContextManager
+    from typing import Any
 
     from slinky_harness.slurm import ConfigFiles, CtldFactory, SlurmCtld
+    from slinky_harness.slurmdbd import MariaDB
+
+    ClusterFactory = Callable[..., AbstractContextManager[sched.Cluster]]
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "slurm"
@@ -34,6 +46,7 @@ DATA = HERE.parent / "data" / "slurm"
 COLD_BUILD_TIMEOUT_S = 1800
 _timings: dict[str, float] = {}
 _starts: list[float] = []
+_daemon_starts: dict[str, list[float]] = {}
 _chroot_state: list[str] = []
 
 
@@ -110,6 +123,40 @@ def start_ctld(slurm_root: Path, tmp_path: Path) -> CtldFactory:
     return factory
 
 
+@pytest.fixture(scope="session")
+def slurm_db(slurm_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
+    """One private MariaDB for the session (own data folder, socket, free port; 2-4 s)."""
+    if not chroot_info(slurm_root).accounting:
+        pytest.fail("the Slurm chroot has no slurmdbd/MariaDB (recipe < 3)")
+    with mariadb(root=slurm_root, workdir=tmp_path_factory.mktemp("mariadb")) as db:
+        _daemon_starts.setdefault("mariadb", []).append(db.start_seconds)
+        yield db
+
+
+@pytest.fixture
+def sched_cluster(
+    slurm_root: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> ClusterFactory:
+    """Factory: ``with sched_cluster(values, nodes=2) as c:`` renders slurm-cluster with ``values``,
+    starts slurmdbd (when they enable accounting; a fresh database in the session's MariaDB),
+    slurmctld on the rendered lines and one emulated slurmd per node."""
+    if not chroot_info(slurm_root).emulator:
+        pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
+    counter = iter(range(1000))
+
+    @contextmanager
+    def factory(values: Mapping[str, Any], *, nodes: int = 2) -> Iterator[sched.Cluster]:
+        accounting = bool((values.get("accounting") or {}).get("enabled"))
+        db = request.getfixturevalue("slurm_db") if accounting else None
+        workdir = tmp_path / f"cluster{next(counter)}"
+        with sched.cluster(values, root=slurm_root, workdir=workdir, database=db, nodes=nodes) as c:
+            for name, seconds in c.timings.items():
+                _daemon_starts.setdefault(name, []).append(seconds)
+            yield c
+
+    return factory
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _chroot_state:
         return
@@ -120,4 +167,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         tr.write_line(
             f"slurmctld starts: {len(_starts)}, mean {sum(_starts) / len(_starts):.2f} s, "
             f"max {max(_starts):.2f} s"
+        )
+    for name, times in _daemon_starts.items():
+        tr.write_line(
+            f"{name} starts: {len(times)}, mean {sum(times) / len(times):.2f} s, "
+            f"max {max(times):.2f} s"
         )

@@ -1,0 +1,167 @@
+"""Accounting with real slurmdbd 26.05 and MariaDB, configured from what slurm-cluster renders.
+
+slurmdbd runs the slurmdbd.conf the Slinky operator writes for the rendered ``Accounting`` object
+(:func:`slinky_harness.slurmdbd.operator_slurmdbd_conf`), with the chart's storage settings and the
+database password Secret; slurmctld runs with ``accounting_storage/slurmdbd`` on the chart's
+slurm.conf lines. Also: a user's first job with the chart's defaults (no account created first).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from tests.slurm import scheduling_support as sched
+
+from slinky_harness.slurm import SlurmCommandError, slurmctld
+from slinky_harness.slurmdbd import (
+    AccountingSpec,
+    mariadb,
+    operator_slurmdbd_conf,
+    release_accounting,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.slurm.conftest import ClusterFactory
+
+    from slinky_harness.slurmdbd import MariaDB
+
+CI = sched.CHART / "ci"
+ACCOUNTING_ON: dict[str, Any] = {"accounting": {"enabled": True}}
+"""The chart's defaults plus accounting (storage settings and password Secret name: defaults)."""
+ENFORCING = {"associations", "limits", "qos", "safe"}
+"""``AccountingStorageEnforce`` flags that need an association before a user's first job
+(``limits``, ``qos`` and ``safe`` imply ``associations``)."""
+
+
+def ci_values(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((CI / f"{name}-values.yaml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_mariadb_is_private_and_provisions_the_chart_storage(
+    slurm_root: Path, tmp_path: Path
+) -> None:
+    with mariadb(root=slurm_root, workdir=tmp_path / "db") as db:
+        assert db.alive()
+        assert db.socket.is_socket()
+        assert db.sql("SELECT 1").strip() == "1"
+        db.provision("slurm_acct_db", "slurm", "pa'ss\\word")
+        db.sql("CREATE TABLE t (x INT); INSERT INTO t VALUES (7);", database="slurm_acct_db")
+        db.provision("slurm_acct_db", "slurm", "other")  # again: an empty database
+        assert db.sql("SHOW TABLES", database="slurm_acct_db").strip() == ""
+        assert "slurm\t%" in db.sql("SELECT user, host FROM mysql.user")
+    assert not db.alive()
+    assert not (tmp_path / "db" / "mysqld.sock").exists(), "a clean shutdown removes the socket"
+
+
+def test_slurmdbd_runs_the_operators_conf_for_the_ci_accounting_scenario(
+    slurm_root: Path, slurm_db: MariaDB, tmp_path: Path
+) -> None:
+    values = ci_values("accounting")
+    rendered = sched.render(values)
+    spec = AccountingSpec.from_manifest(rendered.docs)
+    storage = values["accounting"]["storage"]
+    password = secrets.token_urlsafe(18)
+    # the user's Secret, named by the values (the chart only references it)
+    given = {storage["passwordSecret"]["name"]: {storage["passwordSecret"]["key"]: password}}
+    with release_accounting(
+        rendered.docs, database=slurm_db, secrets_given=given, workdir=tmp_path / "dbd"
+    ) as dbd:
+        # what the operator writes for the chart's Accounting, before localisation
+        expected = {
+            "DbdHost": f"{spec.name}-accounting-0",
+            "DbdPort": "6819",
+            "StorageType": "accounting_storage/mysql",
+            "StorageHost": storage["host"],
+            "StoragePort": str(storage["port"]),
+            "StorageLoc": storage["database"],
+            "StorageUser": storage["username"],
+            "StoragePass": password,
+            **{k: str(v) for k, v in values["accounting"]["extraConfMap"].items()},
+        }
+        assert {k: dbd.settings.get(k) for k in expected} == expected
+        assert dbd.given_conf == operator_slurmdbd_conf(spec, password)
+        assert dbd.alive(), dbd.log()
+        assert "slurmdbd version 26.05" in dbd.log()
+        files = sched.slurm_files(rendered, sched.node_names(rendered, 1))
+        with slurmctld(files, root=slurm_root, workdir=tmp_path / "ctld", accounting=dbd) as ctld:
+            config = sched.show_config(ctld)
+            assert config["AccountingStorageType"] == "accounting_storage/slurmdbd"
+            assert config["AccountingStoragePort"] == str(dbd.port)
+            clusters = ctld.sacctmgr("-n", "-P", "show", "cluster", "format=Cluster")
+            assert clusters.split() == [config["ClusterName"]]
+            # slurmdbd's own settings, as it reports them to sacctmgr: the chart's purge values
+            dbd_config = ctld.sacctmgr("show", "configuration")
+            assert "PurgeJobAfter" in dbd_config
+            assert "12 months" in dbd_config.split("PurgeJobAfter", 1)[1].splitlines()[0]
+
+
+def test_the_ci_accounting_scenario_runs_and_records_jobs(sched_cluster: ClusterFactory) -> None:
+    """The whole scenario's slurm.conf lines (enforcement, weights, TRES weights, purge) run."""
+    values = ci_values("accounting")
+    with sched_cluster(values, nodes=2) as c:
+        assert c.rendered.enforce() == set(values["scheduling"]["accountingEnforce"])
+        # root has an association from the start (the cluster's root account)
+        job = c.ctld.run_job("-N", "2", "--wrap", "true")
+        assert job["JobState"] == "COMPLETED", job
+        rows = _sacct_until(c, job["JobId"], ("JobID", "User", "Account", "State", "NodeList"))
+        assert rows["User"] == "root"
+        assert rows["Account"] == "root"
+        assert c.ctld.hostnames(rows["NodeList"]) == c.nodes
+
+
+def _sacct_until(c: sched.Cluster, job_id: str, fields: tuple[str, ...]) -> dict[str, str]:
+    """The job's sacct record once slurmdbd has it in its final state (records arrive async)."""
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + 30
+    while True:
+        rows = [r for r in sched.sacct_rows(c.ctld, fields, "-j", job_id) if r["JobID"] == job_id]
+        if rows and rows[0].get("State", "COMPLETED") not in {"PENDING", "RUNNING"}:
+            return rows[0]
+        assert time.monotonic() < deadline, f"sacct has no final record of job {job_id}: {rows}"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("preset", ["fairshare", "fifo", "none"])
+def test_a_users_first_job_runs_with_the_chart_defaults(
+    sched_cluster: ClusterFactory, preset: str
+) -> None:
+    """Item 3: accounting on, nothing else set, and a user with no account runs a first job.
+
+    The presets enforce nothing that needs an association (``scheduling.accountingEnforce`` opts
+    in); fairshare is the default preset."""
+    values: dict[str, Any] = sched.merge(ACCOUNTING_ON, {"scheduling": {"preset": preset}})
+    if preset == "fairshare":
+        values = dict(ACCOUNTING_ON)  # the chart's own default
+    with sched_cluster(values, nodes=1) as c:
+        assert not (c.rendered.enforce() & ENFORCING), c.rendered.extra_conf
+        assert c.sacctmgr("-n", "-P", "show", "assoc", "user=alice", "format=Account") == ""
+        job = c.ctld.run_job("--wrap", "true", user="alice")
+        assert job["JobState"] == "COMPLETED", job
+        assert job["UserId"].startswith("alice(")
+        record = _sacct_until(c, job["JobId"], ("JobID", "User", "State"))
+        assert record["User"] == "alice"
+
+
+def test_enforcing_associations_needs_the_readme_accounts_first(
+    sched_cluster: ClusterFactory,
+) -> None:
+    """With ``accountingEnforce`` (here the ci scenario's flags) a user needs an association:
+    the README's two ``sacctmgr`` commands are exactly what makes the first job run."""
+    values = sched.merge(ACCOUNTING_ON, {"scheduling": {"accountingEnforce": sorted(ENFORCING)}})
+    with sched_cluster(values, nodes=1) as c:
+        assert c.rendered.enforce() == ENFORCING
+        with pytest.raises(SlurmCommandError, match="Invalid account"):
+            c.submit("--wrap", "true", user="alice")
+        c.sacctmgr("add", "account", "research", "Description=research", "Organization=lab")
+        c.sacctmgr("add", "user", "alice", "Account=research")
+        job = c.ctld.run_job("--wrap", "true", user="alice")
+        assert job["JobState"] == "COMPLETED", job
+        assert job["Account"] == "research"

@@ -1,0 +1,297 @@
+"""slurm-cluster's scheduling presets and policy values, proven with real jobs (issue 18, item 2).
+
+Every test renders charts/slurm-cluster with accounting on (real slurmdbd and MariaDB, see
+``scheduling_support``), runs slurmctld on the rendered slurm.conf lines with emulated slurmd nodes
+named like the NodeSet's pods, submits jobs as the chroot's ordinary users and compares what Slurm
+does with what the rendered settings and the submitted jobs say it must do. Nothing expected is read
+from Slurm's output first.
+
+Nodes: two (unless a test says otherwise), ``NODE_CPUS`` CPUs and two GPUs each (``Gres=gpu:2``).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from tests.slurm import scheduling_support as sched
+
+from slinky_harness.core.progress import heartbeat
+from slinky_harness.slurm import SlurmCommandError
+
+if TYPE_CHECKING:
+    from tests.slurm.conftest import ClusterFactory
+
+BASE: dict[str, Any] = sched.merge({"accounting": {"enabled": True}}, sched.GPU_VALUES)
+"""The chart's defaults (preset ``fairshare``) with accounting on and two GPUs per node."""
+SLEEP = "sleep 600"
+"""A job that runs until the test cancels it (or preemption ends it)."""
+
+
+def when(stamp: str) -> datetime:
+    """A ``scontrol show job`` time (``2026-12-01T10:03:10``)."""
+    return datetime.fromisoformat(stamp)
+
+
+def wait_for(what: str, check: Any, timeout: float = 60.0, every: float = 0.2) -> Any:
+    """Poll ``check()`` until it returns something true; that value. Fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(every)
+
+
+# --- dependencies ---------------------------------------------------------------------------------
+
+DEPENDENCY_CASES = [
+    # (dependency type, parent exits 0?, satisfiable?)
+    ("afterok", True, True),
+    ("afterok", False, False),
+    ("afternotok", False, True),
+    ("afternotok", True, False),
+    ("afterany", True, True),
+    ("afterany", False, True),
+]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({}, id="fairshare-preset"),
+        pytest.param({"scheduling": {"preset": "fifo"}}, id="fifo-preset"),
+        pytest.param(
+            {"scheduling": {"dependencyParameters": {"kill_invalid_depend": False}}},
+            id="kill_invalid_depend-off",
+        ),
+        pytest.param({"scheduling": {"preset": "none"}}, id="none-preset"),
+    ],
+)
+def test_dependencies(sched_cluster: ClusterFactory, overrides: dict[str, Any]) -> None:
+    """afterok / afternotok / afterany start exactly when their parent's outcome satisfies them;
+    an unsatisfiable one is cancelled when ``DependencyParameters`` has ``kill_invalid_depend``,
+    else it stays pending (DependencyNeverSatisfied); ``singleton`` waits for the same user's
+    job of the same name only."""
+    with sched_cluster(sched.merge(BASE, overrides)) as c:
+        kill = "kill_invalid_depend" in sched.param_list(
+            c.rendered.settings.get("DependencyParameters", "")
+        )
+        parents = {
+            ok: c.submit("--wrap", "sleep 2" if ok else "sleep 2; exit 3", user="alice")
+            for ok in (True, False)
+        }
+        children = {
+            (kind, ok): c.submit(
+                f"--dependency={kind}:{parents[ok]}", "--wrap", "true", user="alice"
+            )
+            for kind, ok, _ in DEPENDENCY_CASES
+        }
+        assert c.wait(parents[True], "COMPLETED")["ExitCode"] == "0:0"
+        assert c.wait(parents[False], "FAILED")["ExitCode"] == "3:0"
+        for kind, ok, satisfiable in DEPENDENCY_CASES:
+            job_id = children[(kind, ok)]
+            if satisfiable:
+                assert c.wait(job_id, "COMPLETED")["JobState"] == "COMPLETED"
+            elif kill:
+                record = c.wait(job_id, "CANCELLED")
+                assert record["Reason"] == "DependencyNeverSatisfied", record
+            else:
+                record = wait_for(
+                    f"{kind} on a parent that ended {'ok' if ok else 'failed'} to be refused",
+                    lambda j=job_id: (r := c.job(j))["Reason"] == "DependencyNeverSatisfied" and r,
+                )
+                assert record["JobState"] == "PENDING", record
+        if not kill:
+            for kind, ok, satisfiable in DEPENDENCY_CASES:
+                if not satisfiable:
+                    c.hold_state(children[(kind, ok)], "PENDING", 3)
+
+        # singleton: per user and job name
+        first = c.submit("--job-name=solo", "--wrap", SLEEP, user="alice")
+        c.wait(first, "RUNNING")
+        second = c.submit("--job-name=solo", "--dependency=singleton", "--wrap", "true",
+                          user="alice")  # fmt: skip
+        other = c.submit("--job-name=solo", "--dependency=singleton", "--wrap", "true",
+                         user="bob")  # fmt: skip
+        c.wait(other, "COMPLETED")  # bob's: alice's job of that name does not hold it
+        assert c.state(first) == "RUNNING"
+        c.hold_state(second, "PENDING", 2)
+        assert c.job(second)["Reason"] == "Dependency"
+        c.cancel(first)
+        first_rec = c.wait(first, "CANCELLED")
+        second_rec = c.wait(second, "COMPLETED")
+        assert when(second_rec["StartTime"]) >= when(first_rec["EndTime"])
+
+
+# --- limits and enforcement --------------------------------------------------------------------------
+
+LIMIT_ACCOUNTS = {
+    # account: (association limits, users)
+    "vision": ("GrpTRES=gres/gpu=2", ("alice", "bob")),
+    "batch": ("MaxJobs=1", ("carol",)),
+    "tiny": ("GrpTRESMins=cpu=1", ("dave",)),
+}
+
+
+@pytest.mark.parametrize(
+    "enforce",
+    [
+        pytest.param(["associations", "limits", "qos", "safe"], id="ci-accounting-flags"),
+        pytest.param(["associations", "limits"], id="associations-limits"),
+    ],
+)
+def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
+    """Per-account ``GrpTRES`` (GPUs) and ``MaxJobs`` hold while other GPUs and CPUs are free;
+    with ``safe`` a job that could exceed ``GrpTRESMins`` never starts; with ``qos`` a QoS the
+    association does not list is refused at submission."""
+    with sched_cluster(sched.merge(BASE, {"scheduling": {"accountingEnforce": enforce}})) as c:
+        flags = c.rendered.enforce()
+        assert flags == set(enforce)
+        c.sacctmgr("add", "qos", "high")
+        limits: dict[str, dict[str, int]] = {}
+        for account, (limit, users) in LIMIT_ACCOUNTS.items():
+            c.sacctmgr("add", "account", account, limit)
+            for user in users:
+                c.sacctmgr("add", "user", user, f"Account={account}")
+            key, _, value = limit.partition("=")
+            limits[account] = {key: int(value.rsplit("=", 1)[-1])}
+        gpus_total = c.rendered.gpus_per_node * len(c.nodes)
+
+        # GrpTRES=gres/gpu: alice takes the account's GPUs; bob's one more GPU waits (free ones exist)
+        grp_gpus = limits["vision"]["GrpTRES"]
+        first = c.submit("-A", "vision", f"--gres=gpu:{grp_gpus}", "--wrap", SLEEP, user="alice")
+        assert c.wait(first, "RUNNING")["JobState"] == "RUNNING"
+        over = c.submit("-A", "vision", "--gres=gpu:1", "--wrap", SLEEP, user="bob")
+        assert grp_gpus + 1 > grp_gpus and gpus_total - grp_gpus >= 1  # limit, not resources
+        wait_for("AssocGrpGRES", lambda: c.job(over)["Reason"] == "AssocGrpGRES")
+        c.hold_state(over, "PENDING", 2)
+
+        # MaxJobs=1: carol's second job waits while a CPU is free
+        max_jobs = limits["batch"]["MaxJobs"]
+        running = [c.submit("-A", "batch", "--wrap", SLEEP, user="carol") for _ in range(max_jobs)]
+        for job_id in running:
+            c.wait(job_id, "RUNNING")
+        extra = c.submit("-A", "batch", "--wrap", SLEEP, user="carol")
+        wait_for("AssocMaxJobsLimit", lambda: c.job(extra)["Reason"] == "AssocMaxJobsLimit")
+        c.hold_state(extra, "PENDING", 2)
+
+        # GrpTRESMins=cpu=1: a 2 CPU-minute job could exceed it; "safe" never starts it
+        cpu_minutes = limits["tiny"]["GrpTRESMins"]
+        big = c.submit("-A", "tiny", "-n", "1", "-t", str(cpu_minutes + 1), "--wrap", "true",
+                       user="dave")  # fmt: skip
+        if "safe" in flags:
+            wait_for("AssocGrpCPUMinutesLimit",
+                     lambda: c.job(big)["Reason"] == "AssocGrpCPUMinutesLimit")  # fmt: skip
+            c.hold_state(big, "PENDING", 2)
+            c.cancel(big)
+        else:
+            assert c.wait(big, "COMPLETED")["JobState"] == "COMPLETED"
+        fits = c.submit("-A", "tiny", "-n", "1", "-t", str(cpu_minutes), "--wrap", "true",
+                        user="dave")  # fmt: skip
+        assert c.wait(fits, "COMPLETED")["JobState"] == "COMPLETED"
+
+        # a QoS that alice's association does not list
+        if "qos" in flags:
+            with pytest.raises(SlurmCommandError, match="Invalid qos specification"):
+                c.submit("-A", "vision", "--qos=high", "--wrap", "true", user="alice")
+        else:
+            job_id = c.submit("-A", "vision", "--qos=high", "--wrap", "true", user="alice")
+            assert c.wait(job_id, "COMPLETED")["QOS"] == "high"
+
+        # the limits free up with the jobs that held them
+        c.cancel(first, *running)
+        assert c.wait(over, "RUNNING")["JobState"] == "RUNNING"
+        assert c.wait(extra, "RUNNING")["JobState"] == "RUNNING"
+        c.cancel(over, extra)
+
+
+# --- QoS preemption ------------------------------------------------------------------------------
+
+PREEMPT_STATES = {"REQUEUE": "PENDING", "CANCEL": "PREEMPTED", "SUSPEND": "SUSPENDED"}
+"""``PreemptMode`` (first word) -> the preempted job's state."""
+
+
+def exempt_seconds(value: str) -> int:
+    """``PreemptExemptTime`` (``HH:MM:SS``, ``MM:SS``; empty or -1: none) in seconds."""
+    if value in {"", "-1"}:
+        return 0
+    total = 0
+    for part in value.split(":"):
+        total = total * 60 + int(part)
+    return total
+
+
+@pytest.mark.parametrize(
+    "preemption",
+    [
+        pytest.param({}, id="preset-REQUEUE"),
+        pytest.param({"mode": "CANCEL", "exemptTime": "00:00:15"}, id="CANCEL-exempt-15s"),
+        pytest.param({"mode": "SUSPEND,GANG"}, id="SUSPEND-GANG"),
+    ],
+)
+def test_qos_preemption(sched_cluster: ClusterFactory, preemption: dict[str, Any]) -> None:
+    """A job of a QoS whose ``Preempt`` lists ``low`` preempts a running ``low`` job in the
+    rendered ``PreemptMode`` (not before ``PreemptExemptTime``); a job of a QoS without that right
+    waits.
+
+    SUSPEND with ``preempt/qos`` in one partition (the chart's NodeSet partition): the preemptor
+    is allocated beside the suspended job and the gang scheduler time-slices the two every
+    ``SchedulerTimeSlice``; the low job asks 100 MB per node, because a suspended job keeps its
+    memory (a job holding a node's whole memory, the default without ``DefMemPerCPU``, is never
+    suspended). ``slurmConf.extra.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps that test short.
+    """
+    values = sched.merge(BASE, {"scheduling": {"preemption": preemption}})
+    if "SUSPEND" in preemption.get("mode", ""):
+        values = sched.merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
+    with sched_cluster(values) as c:
+        settings = c.rendered.settings
+        assert settings["PreemptType"] == "preempt/qos"
+        mode = settings["PreemptMode"].split(",")[0]
+        exempt = exempt_seconds(settings.get("PreemptExemptTime", ""))
+        bf_interval = int(c.rendered.scheduler_params()["bf_interval"])
+        time_slice = int(sched.show_config(c.ctld)["SchedulerTimeSlice"].split()[0])
+        c.sacctmgr("add", "qos", "low")
+        c.sacctmgr("add", "qos", "high", "Preempt=low")
+
+        # low fills every CPU of every node
+        low = c.submit("--qos=low", "-N", str(len(c.nodes)), f"--ntasks-per-node={sched.NODE_CPUS}",
+                       "--wrap", SLEEP, user="alice")  # fmt: skip
+        low_start = when(c.wait(low, "RUNNING")["StartTime"])
+        plain = c.submit("--qos=normal", "-n", "1", "--wrap", SLEEP, user="bob")
+        c.hold_state(plain, "PENDING", 5)  # normal has no Preempt: it waits for resources
+        assert c.state(low) == "RUNNING"
+        c.cancel(plain)
+
+        high = c.submit("--qos=high", "-n", "1", "--wrap", SLEEP, user="bob")
+        if exempt:  # exempt from preemption until low has run that long
+            c.hold_state(low, "RUNNING", exempt - 3 - (time_now() - low_start).total_seconds())
+        # after the exemption: at once or at the next backfill pass (+ one time slice to suspend)
+        timeout = exempt + bf_interval + (time_slice if mode == "SUSPEND" else 0) + 30
+        with heartbeat(f"preemption ({mode})", f"up to {timeout} s on a 2-core machine"):
+            preempted = wait_for(
+                f"the low job to be preempted ({mode}) while the high one runs",
+                lambda: (
+                    (r := c.job(low))["JobState"] == PREEMPT_STATES[mode]
+                    and c.state(high) == "RUNNING"
+                    and r
+                ),
+                timeout=timeout,
+            )
+        high_start = when(c.job(high)["StartTime"])
+        assert high_start >= low_start + timedelta(seconds=exempt)
+        if mode == "REQUEUE":
+            assert int(preempted["Restarts"]) >= 1, preempted
+        if mode == "CANCEL":
+            assert when(preempted["EndTime"]) >= low_start + timedelta(seconds=exempt)
+        if mode == "SUSPEND":
+            c.cancel(high)
+            c.wait(low, "RUNNING")  # resumed once the preemptor is gone
+        c.cancel(high, low)
+
+
+def time_now() -> datetime:
+    return datetime.now().replace(microsecond=0)
