@@ -90,6 +90,8 @@ IMAGE_USER = "65532:65532"
 """The ``USER`` the Dockerfile sets, the chart's ``runAsUser``/``runAsGroup``."""
 ULIMITS = ("nofile=8192:8192", "nproc=4096:4096")
 """Limits under any sane hard limit (see the module docstring)."""
+PRUNE_AFTER = "72h"
+"""Untagged images older than this are removed after each build, so the storage stays bounded."""
 BUILD_CA = "/run/slinky-build-ca.pem"
 """Where the host's CA bundle is mounted during ``RUN`` steps (build only)."""
 
@@ -520,6 +522,8 @@ def build(podman: Podman | None = None, *, tag: str = LOCAL_TAG) -> Build:
     ):
         output = _run_logged(argv, log)
     seconds = time.monotonic() - started
+    # Earlier builds leave untagged images (old layers, build-stage cache); keep recent ones only.
+    podman.run("image", "prune", "--force", f"--filter=until={PRUNE_AFTER}", check=False)
     info = podman.inspect(tag)
     return Build(
         ref=tag,
