@@ -159,14 +159,17 @@ def test_the_root_filesystem_is_read_only_and_only_tmp_is_writable(
     }
 
 
-def test_help_works_as_the_entry_point(podman: image.Podman, built: image.Build) -> None:
+def test_help_works_as_the_entry_point(
+    podman: image.Podman, built: image.Build, inventory: dict[str, Any]
+) -> None:
     proc = image.run(podman, built.ref, ["--help"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m slinky_topology.labeler")
     assert "--once" in proc.stdout
     assert proc.stderr == ""
     version = image.run(podman, built.ref, ["--version"])
-    assert version.stdout.split() == ["python", "-m", "slinky_topology.labeler", "0.1.0"]
+    (product,) = [d for d in inventory["dists"] if canonicalize_name(d["name"]) == PRODUCT]
+    assert version.stdout.split() == ["python", "-m", "slinky_topology.labeler", product["version"]]
     labels = podman.inspect(built.ref)["Config"]["Labels"]
     assert labels["org.opencontainers.image.version"] == image.labeler_version()
 
