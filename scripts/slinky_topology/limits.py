@@ -86,8 +86,8 @@ class LimitExceeded(yaml.composer.ComposerError):
 class BoundedLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that counts aliases and nesting while it composes.
 
-    Values a constructor cannot build (``2020-13-01``, integers of more than 4300 digits) raise
-    ``ConstructorError`` at their mark instead of ``ValueError``.
+    Values a constructor cannot build (``2020-13-01``, integers of more than 4300 digits, an empty
+    ``!!int``) raise ``ConstructorError`` at their mark instead of whatever PyYAML raised.
     """
 
     def __init__(self, stream: str) -> None:
@@ -127,10 +127,18 @@ class BoundedLoader(yaml.SafeLoader):
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep)
-        except (ValueError, OverflowError) as exc:
-            value = node.value if isinstance(node, yaml.ScalarNode) else node.tag
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:
+            # PyYAML's constructors fail with any type: "!!int" (IndexError), "!!bool x"
+            # (KeyError), "!!timestamp x" (AttributeError), "2020-13-01" (ValueError)
+            tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+            value = str(node.value)[:40] if isinstance(node, yaml.ScalarNode) else "this node"
+            why = (
+                f": {str(exc).split(';')[0]}" if isinstance(exc, ValueError | OverflowError) else ""
+            )
             raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read {str(value)[:40]!r}: {exc}", node.start_mark
+                None, None, f"cannot read {value!r} as {tag}{why}", node.start_mark
             ) from None
 
 
