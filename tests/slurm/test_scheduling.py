@@ -295,3 +295,142 @@ def test_qos_preemption(sched_cluster: ClusterFactory, preemption: dict[str, Any
 
 def time_now() -> datetime:
     return datetime.now().replace(microsecond=0)
+
+
+# --- backfill ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("preset", ["fairshare", "fifo", "none"])
+def test_backfill(sched_cluster: ClusterFactory, preset: str) -> None:
+    """With ``sched/backfill`` a short job starts on a free node ahead of a blocked wide job of
+    higher priority, within ``bf_interval``, and the wide job's planned start stays the running
+    job's end; ``sched/builtin`` (fifo) keeps strict priority order and starts nothing past it.
+    ``none`` renders nothing: Slurm's default scheduler applies."""
+    with sched_cluster(sched.merge(BASE, {"scheduling": {"preset": preset}})) as c:
+        config = sched.show_config(c.ctld)
+        scheduler = c.rendered.settings.get("SchedulerType", config["SchedulerType"])
+        assert config["SchedulerType"] == scheduler
+        params = sched.param_list(config["SchedulerParameters"].replace("(null)", ""))
+        rendered = c.rendered.scheduler_params()
+        assert {k: params.get(k) for k in rendered} == rendered
+        bf_interval = int(params.get("bf_interval", "30"))  # Slurm's default without it
+        resolution = int(params.get("bf_resolution", "60"))
+        limit_min = 10
+        assert limit_min <= int(params.get("bf_window", "1440")), "the plan must see the end"
+
+        running = c.submit("-N", "1", "--exclusive", "-t", str(limit_min), "--wrap", SLEEP,
+                           user="alice")  # fmt: skip
+        run_rec = c.wait(running, "RUNNING")
+        wide = c.submit("-N", str(len(c.nodes)), "--exclusive", "-t", str(limit_min),
+                        "--wrap", SLEEP, user="alice")  # fmt: skip
+        c.wait(wide, "PENDING")
+        short = c.submit("-N", "1", "-t", "1", "--wrap", "sleep 5", user="alice")
+        assert int(c.job(wide)["Priority"]) >= int(c.job(short)["Priority"])
+        if scheduler != "sched/backfill":
+            c.hold_state(short, "PENDING", 10)
+            assert c.state(wide) == "PENDING"
+            c.cancel(running, wide, short)
+            return
+        with heartbeat("backfill", f"up to bf_interval={bf_interval} s"):
+            short_rec = c.wait(short, "RUNNING", "COMPLETED", timeout=bf_interval + 30)
+        assert short_rec["Scheduler"] == "Backfill", short_rec
+        started = when(short_rec["StartTime"]) - when(short_rec["SubmitTime"])
+        assert started <= timedelta(seconds=bf_interval + 5)
+        wide_rec = c.job(wide)
+        assert wide_rec["JobState"] == "PENDING"
+        planned = when(wide_rec["StartTime"])
+        running_end = when(run_rec["StartTime"]) + timedelta(minutes=limit_min)
+        assert planned <= running_end + timedelta(seconds=resolution), (wide_rec, run_rec)
+        assert when(short_rec["StartTime"]) + timedelta(minutes=1) <= planned, "short ends first"
+        c.cancel(running, wide, short)
+
+
+# --- fair share ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "enforce",
+    [
+        pytest.param([], id="preset-no-enforcement"),
+        pytest.param(["associations", "limits", "qos", "safe"], id="ci-accounting-flags"),
+    ],
+)
+def test_fair_share(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
+    """Two accounts with equal shares and different recorded usage: at slurmctld's next priority
+    pass (``PriorityCalcPeriod``) the under-served account's job, submitted later, gets the higher
+    priority and starts first; ``sprio`` shows the rendered weights and each job's fair-share term
+    is the fair-share weight times the ``sshare`` factor of its association.
+
+    Slurm 26.05 adds a finished job's usage at its end only when ``AccountingStorageEnforce`` has
+    ``limits`` (acct_policy.c); otherwise usage is taken from running jobs at each priority pass and
+    a job's time since the last pass is never counted: a short job leaves no usage at all."""
+    values = sched.merge(
+        BASE,
+        {"scheduling": {"priority": {"calcPeriod": "1"}, "accountingEnforce": enforce}},
+    )
+    with sched_cluster(values) as c:
+        r = c.rendered
+        assert r.settings["PriorityType"] == "priority/multifactor"
+        counts_job_end = "limits" in r.enforce()
+        calc_s = 60 * int(r.settings["PriorityCalcPeriod"])
+        weights = {k: r.weight(k) for k in ("Age", "Fairshare", "JobSize", "Partition", "QOS")}
+        assert weights["Fairshare"] > 0
+        for account, user in (("physics", "alice"), ("chemistry", "bob")):
+            c.sacctmgr("add", "account", account, "Fairshare=1")
+            c.sacctmgr("add", "user", user, f"Account={account}")
+        n = str(len(c.nodes))
+        every_cpu = ("-N", n, f"--ntasks-per-node={sched.NODE_CPUS}")
+
+        def shares() -> dict[str, dict[str, str]]:
+            rows = sched.sshare_rows(c.ctld)
+            return {row["User"]: row for row in rows if row.get("User") in {"alice", "bob"}}
+
+        # a short chemistry job: its usage counts at its end only with "limits"
+        c.wait(c.submit("-A", "chemistry", "-n", "1", "--wrap", "sleep 2", user="bob"),
+               "COMPLETED")  # fmt: skip
+        short_usage = float(shares()["bob"]["RawUsage"])
+        assert (short_usage > 0) == counts_job_end, shares()["bob"]
+
+        # physics runs on every CPU across the next priority pass; two jobs wait behind it
+        usage = c.submit("-A", "physics", *every_cpu, "--wrap", SLEEP, user="alice")
+        c.wait(usage, "RUNNING")
+        physics = c.submit("-A", "physics", *every_cpu, "--wrap", "sleep 2", user="alice")
+        chemistry = c.submit("-A", "chemistry", *every_cpu, "--wrap", "sleep 2", user="bob")
+
+        def flipped() -> bool:
+            f = shares()
+            return len(f) == 2 and float(f["alice"]["FairShare"]) < float(f["bob"]["FairShare"])
+
+        with heartbeat("fair share: waiting for slurmctld's priority pass",
+                       f"up to PriorityCalcPeriod={calc_s} s"):  # fmt: skip
+            wait_for("the fair-share factors to reflect physics' usage", flipped, calc_s + 30, 1)
+            wait_for("the pending jobs' priorities to be recomputed",
+                     lambda: int(c.job(chemistry)["Priority"]) > int(c.job(physics)["Priority"]),
+                     calc_s + 30, 1)  # fmt: skip
+        f = shares()
+        assert float(f["alice"]["RawUsage"]) > float(f["bob"]["RawUsage"]) >= short_usage
+        if not counts_job_end:
+            assert float(f["bob"]["RawUsage"]) == 0, "the short job's usage was never counted"
+        assert f["alice"]["RawShares"] == f["bob"]["RawShares"]
+
+        shown = c.ctld.sprio("-w", "-h", "-o", "%A|%F|%J|%P|%Q").split("|")
+        assert [int(float(v)) for v in shown] == list(weights.values()), shown
+        rows = sched.sprio_rows(c.ctld, physics, chemistry)
+        for job_id, user in ((physics, "alice"), (chemistry, "bob")):
+            row = rows[job_id]
+            fair = weights["Fairshare"] * float(f[user]["FairShare"])
+            assert abs(row["FAIRSHARE"] - fair) <= 1, (row, f[user])
+            assert row["PARTITION"] == weights["Partition"]  # one partition: factor 1
+            assert row["QOS"] == 0  # normal QoS, priority 0
+            assert 0 <= row["JOBSIZE"] <= weights["JobSize"]
+            assert 0 <= row["AGE"] <= weights["Age"]
+            terms = row["AGE"] + row["FAIRSHARE"] + row["JOBSIZE"] + row["PARTITION"] + row["QOS"]
+            assert abs(row["PRIORITY"] - terms) <= 5, row
+        assert rows[physics]["JOBSIZE"] == rows[chemistry]["JOBSIZE"]
+        assert rows[chemistry]["PRIORITY"] > rows[physics]["PRIORITY"]
+
+        c.cancel(usage)
+        chem = c.wait(chemistry, "COMPLETED")
+        phys = c.wait(physics, "COMPLETED")
+        assert when(chem["StartTime"]) < when(phys["StartTime"]), (chem, phys)
+        assert when(phys["StartTime"]) >= when(chem["EndTime"])
