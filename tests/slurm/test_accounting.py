@@ -165,3 +165,56 @@ def test_enforcing_associations_needs_the_readme_accounts_first(
         job = c.ctld.run_job("--wrap", "true", user="alice")
         assert job["JobState"] == "COMPLETED", job
         assert job["Account"] == "research"
+
+
+def test_sacct_records_every_job(sched_cluster: ClusterFactory) -> None:
+    """Every job (completed, failed, cancelled while pending) is in ``sacct`` with its user,
+    account, QoS, node list and, for GPU jobs, ``gres/gpu`` in its TRES (the chart sets
+    ``AccountingStorageTRES=gres/gpu`` for GPU NodeSets with accounting on)."""
+    with sched_cluster(sched.merge(ACCOUNTING_ON, sched.GPU_VALUES)) as c:
+        assert c.rendered.settings["AccountingStorageTRES"] == "gres/gpu"
+        gpus = c.rendered.gpus_per_node
+        for account, user in (("physics", "alice"), ("chemistry", "bob")):
+            c.sacctmgr("add", "account", account)
+            c.sacctmgr("add", "user", user, f"Account={account}")
+        c.sacctmgr("add", "qos", "high")
+        n = len(c.nodes)
+        # (user, account, qos, nodes, gpus per node, script, final state)
+        plan = [
+            ("alice", "physics", "normal", 1, 1, "true", "COMPLETED"),
+            ("bob", "chemistry", "high", n, gpus, "true", "COMPLETED"),
+            ("alice", "physics", "high", 1, 0, "exit 3", "FAILED"),
+            ("root", "root", "normal", n, 0, "true", "COMPLETED"),
+        ]
+        expected: dict[str, dict[str, Any]] = {}
+        for user, account, qos, nodes, per_node, script, state in plan:
+            args = ["-A", account, f"--qos={qos}", "-N", str(nodes), "--wrap", script]
+            if per_node:
+                args.insert(0, f"--gres=gpu:{per_node}")
+            job_id = c.submit(*args, user=None if user == "root" else user)
+            record = c.wait(job_id, state)
+            expected[job_id] = {
+                "User": user, "Account": account, "QOS": qos, "State": state,
+                "nodes": c.ctld.hostnames(record["NodeList"]), "gpus": nodes * per_node,
+            }  # fmt: skip
+            assert len(expected[job_id]["nodes"]) == nodes
+        # one that never runs: cancelled while it waits for a node that is taken
+        blocker = c.submit("-N", str(n), "--exclusive", "--wrap", "sleep 600")
+        c.wait(blocker, "RUNNING")
+        never = c.submit("-A", "physics", "--gres=gpu:1", "--wrap", "true", user="alice")
+        c.cancel(never, blocker)
+        c.wait(never, "CANCELLED")
+        c.wait(blocker, "CANCELLED")
+        expected[never] = {"User": "alice", "Account": "physics", "QOS": "normal",
+                           "State": "CANCELLED", "nodes": [], "gpus": 0}  # fmt: skip
+
+        fields = ("JobID", "User", "Account", "QOS", "NodeList", "AllocTRES", "State")
+        for job_id, want in expected.items():
+            row = _sacct_until(c, job_id, fields)
+            got = {k: row[k] for k in ("User", "Account", "QOS")}
+            assert got == {k: want[k] for k in got}, row
+            assert row["State"].split()[0] == want["State"], row
+            listed = [] if row["NodeList"] == "None assigned" else c.ctld.hostnames(row["NodeList"])
+            assert listed == want["nodes"], row
+            tres = dict(kv.split("=", 1) for kv in row["AllocTRES"].split(",") if "=" in kv)
+            assert int(tres.get("gres/gpu", "0")) == want["gpus"], row

@@ -434,3 +434,88 @@ def test_fair_share(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
         phys = c.wait(physics, "COMPLETED")
         assert when(chem["StartTime"]) < when(phys["StartTime"]), (chem, phys)
         assert when(phys["StartTime"]) >= when(chem["EndTime"])
+
+
+# --- priority factors ----------------------------------------------------------------------------
+
+
+def job_size_factor(
+    nodes: int, cpus: int, node_count: int, cluster_cpus: int, small: bool
+) -> float:
+    """Slurm's job-size factor (priority/multifactor, no SIZE_RELATIVE flag): the mean of the
+    node and CPU fractions of the cluster, or of the unused fractions with PriorityFavorSmall."""
+    if small:
+        node_part = (node_count - nodes) / node_count if node_count > nodes else 0.0
+        return (node_part + (cluster_cpus - cpus) / cluster_cpus) / 2
+    return (nodes / node_count + cpus / cluster_cpus) / 2
+
+
+@pytest.mark.parametrize(
+    "priority",
+    [
+        pytest.param({"favorSmall": "NO", "weightTRES": "CPU=1000,Mem=2000"}, id="favor-large"),
+        pytest.param(
+            {
+                "favorSmall": "YES",
+                "weightTRES": "CPU=1000,Mem=2000",
+                "flags": ["NO_NORMAL_QOS"],
+                "decayHalfLife": "1-0",
+                "maxAge": "2-0",
+            },
+            id="favor-small-NO_NORMAL_QOS",
+        ),
+    ],
+)
+def test_priority_factors(sched_cluster: ClusterFactory, priority: dict[str, Any]) -> None:
+    """Each job's priority terms, as ``sprio`` shows them at submission, are the rendered weights
+    times the factors the jobs ask for: job size (``PriorityFavorSmall``), TRES
+    (``PriorityWeightTRES``: share of the partition's CPUs and memory), QoS (normalised by the
+    highest QoS priority unless ``PriorityFlags=NO_NORMAL_QOS``); the other priority values are
+    what slurmctld runs with."""
+    values = sched.merge(BASE, {"scheduling": {"priority": priority}})
+    with sched_cluster(values) as c:
+        r = c.rendered
+        config = sched.show_config(c.ctld)
+        assert config["PriorityFavorSmall"].lower() == r.settings["PriorityFavorSmall"].lower()
+        for key in ("PriorityDecayHalfLife", "PriorityMaxAge"):
+            days, _, hours = r.settings[key].partition("-")
+            assert config[key] == f"{int(days)}-{int(hours or 0):02d}:00:00", config[key]
+        flags = set(filter(None, r.settings.get("PriorityFlags", "").split(",")))
+        assert flags <= set(config["PriorityFlags"].split(","))
+        small_first = r.settings["PriorityFavorSmall"] == "YES"
+        no_normal_qos = "NO_NORMAL_QOS" in flags
+        tres_weights = dict(kv.split("=") for kv in r.settings["PriorityWeightTRES"].split(","))
+        c.sacctmgr("add", "qos", "mid", "Priority=1")
+        c.sacctmgr("add", "qos", "top", "Priority=2")
+        qos_prio = {"mid": 1, "top": 2}
+        node_count, cluster_cpus = len(c.nodes), len(c.nodes) * sched.NODE_CPUS
+        total_mem = len(c.nodes) * sched.NODE_MEMORY_MB
+        mem_mb = int(sched.JOB_MEMORY.removesuffix("M"))
+
+        blocker = c.submit("-N", str(node_count), "--exclusive", "--wrap", SLEEP)
+        c.wait(blocker, "RUNNING")
+        jobs = {  # name: (nodes, cpus, qos, job id)
+            "small": (1, 1, "mid", c.submit("-n", "1", "--qos=mid", "--wrap", "true",
+                                            user="alice")),
+            "big": (node_count, cluster_cpus, "top",
+                    c.submit("-N", str(node_count), f"--ntasks-per-node={sched.NODE_CPUS}",
+                             "--qos=top", "--wrap", "true", user="alice")),
+        }  # fmt: skip
+        out = c.ctld.sprio("-h", "-o", "%i|%J|%Q|%T", "-j", ",".join(j[3] for j in jobs.values()))
+        shown = {line.split("|")[0]: line.split("|")[1:] for line in out.split()}
+        weight_qos = r.weight("QOS")
+        for nodes, cpus, qos, job_id in jobs.values():
+            jobsize, qos_term, tres = shown[job_id]
+            factor = job_size_factor(nodes, cpus, node_count, cluster_cpus, small_first)
+            assert abs(float(jobsize) - r.weight("JobSize") * factor) <= 1, (job_id, jobsize)
+            qos_factor = qos_prio[qos] if no_normal_qos else qos_prio[qos] / max(qos_prio.values())
+            assert abs(float(qos_term) - weight_qos * qos_factor) <= 1, (job_id, qos_term)
+            terms = dict(kv.split("=") for kv in tres.split(","))
+            expected_tres = {
+                "cpu": int(tres_weights["CPU"]) * cpus / cluster_cpus,
+                "mem": int(tres_weights["Mem"]) * mem_mb * nodes / total_mem,
+            }
+            assert {k: round(float(terms[k])) for k in expected_tres} == {
+                k: round(v) for k, v in expected_tres.items()
+            }, (job_id, tres)
+        c.cancel(blocker, *(j[3] for j in jobs.values()))
