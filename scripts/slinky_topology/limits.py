@@ -38,10 +38,11 @@ __all__ = [
     "load_structured",
     "load_yaml",
     "position",
+    "too_large",
 ]
 
-#: Largest input file read (a ``kubectl get nodes -o json`` of 65,536 Nodes is ~200 MiB).
-MAX_INPUT_BYTES = 256 << 20
+#: Largest input file read (``kubectl get nodes -o json`` of 65,536 Nodes at ~16 KiB each).
+MAX_INPUT_BYTES = 1 << 30
 #: Deepest nesting of lists and mappings (fabric files need 6, Node JSON about 10).
 MAX_DEPTH = 64
 #: Most YAML aliases (``*name``) one document may use.
@@ -60,14 +61,19 @@ def position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
+def too_large(location: str) -> InputError:
+    """The error for an input over :data:`MAX_INPUT_BYTES`."""
+    return InputError(
+        f"refused: larger than {MAX_INPUT_BYTES:,} bytes; give a smaller input "
+        "(for Nodes: kubectl get nodes -l SELECTOR)",
+        location=location,
+    )
+
+
 def decode_text(raw: bytes, location: str) -> str:
     """``raw`` as UTF-8 text; InputError at ``location:line:col`` of the first bad byte."""
     if len(raw) > MAX_INPUT_BYTES:
-        raise InputError(
-            f"refused: larger than {MAX_INPUT_BYTES:,} bytes; give a smaller input "
-            "(for Nodes: kubectl get nodes -l SELECTOR)",
-            location=location,
-        )
+        raise too_large(location)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -173,7 +179,8 @@ def compose_and_load_yaml(
             loader.dispose()
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, location, what) from None
-    check_document(data, location)
+    if loader.aliases:  # without aliases, composing has bounded everything already
+        check_document(data, location)
     return node, data
 
 
@@ -196,9 +203,33 @@ def load_json(text: str, location: str) -> Any:
             location=location,
         ) from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise InputError(f"not valid JSON: {exc}", location=location) from None
-    check_document(data, location)
+        raise InputError(f"not valid JSON: {str(exc).split(';')[0]}", location=location) from None
+    if _json_depth(data) > MAX_DEPTH:  # JSON has no aliases: only the depth to check
+        raise InputError(
+            f"refused: nested deeper than {MAX_DEPTH} levels; flatten the document",
+            location=location,
+        )
     return data
+
+
+def _json_depth(data: Any) -> int:
+    """Nesting depth of lists and dicts in ``data`` (as ``json`` builds it), level by level.
+
+    Stops once past :data:`MAX_DEPTH`; looks at containers only, so a large Node list costs a
+    fraction of parsing it.
+    """
+    level = [data]
+    depth = 0
+    while level and depth <= MAX_DEPTH:
+        below: list[Any] = []
+        for value in level:
+            if type(value) is dict:
+                below += [c for c in value.values() if type(c) is dict or type(c) is list]
+            elif type(value) is list:
+                below += [c for c in value if type(c) is dict or type(c) is list]
+        depth += 1
+        level = below
+    return depth
 
 
 def load_structured(text: str, location: str) -> Any:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from slinky_topology import limits
 from slinky_topology.errors import InputError
-from slinky_topology.limits import MAX_INPUT_BYTES, decode_text, load_structured
+from slinky_topology.limits import decode_text, load_structured
 
 __all__ = ["read_structured", "read_text"]
 
@@ -19,12 +22,23 @@ def read_text(path: str) -> str:
     """
     if not path:
         raise InputError("cannot read: the file name is empty", location="''")
+    limit = limits.MAX_INPUT_BYTES
+    chunks: list[bytes] = []
+    total = 0
     try:
         with Path(path).open("rb") as fh:
-            raw = fh.read(MAX_INPUT_BYTES + 1)
+            st = os.fstat(fh.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                raise limits.too_large(path)
+            while total <= limit:  # in pieces: read(limit) would allocate the limit at once
+                chunk = fh.read(min(1 << 20, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", location=path) from None
-    return decode_text(raw, path)
+    return decode_text(b"".join(chunks), path)
 
 
 def read_structured(path: str) -> Any:

@@ -17,10 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from slinky_topology import limits
 from slinky_topology.cli import main
+from slinky_topology.errors import InputError
 from slinky_topology.limits import MAX_ALIASES, MAX_DEPTH, MAX_HOSTS
 from slinky_topology.parse import parse_topology_yaml
+from slinky_topology.sources import fabric_file
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
 IB = str(DATA / "ib" / "two-tier.ibnetdiscover")
@@ -505,3 +509,31 @@ def test_blow_ups_are_refused_in_a_moment(
     assert proc.stderr.count("\n") == 1, proc.stderr[-2000:]
     assert proc.stderr.startswith(f"error: {path}{where}: ") and says in proc.stderr
     assert elapsed < 15, f"took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("big", ["/dev/zero", "file"])
+def test_endless_input_is_cut_at_the_size_limit(
+    big: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/dev/zero (or a runaway pipe) is read up to MAX_INPUT_BYTES, then refused; a larger
+    regular file is refused by its size, unread."""
+    monkeypatch.setattr(limits, "MAX_INPUT_BYTES", 1 << 16)
+    if big == "file":
+        big = str(tmp_path / "nodes.json")
+        Path(big).write_text(" " * (1 << 17))
+    assert main(["generate", "--from-nodes", big]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {big}: refused: larger than 65,536 bytes; give a smaller input "
+        "(for Nodes: kubectl get nodes -l SELECTOR)\n"
+    )
+
+
+def test_fabric_data_loaded_elsewhere_is_bounded_too() -> None:
+    """fabric_from_data checks data another loader built (yaml.safe_load of an alias bomb)."""
+    data = yaml.safe_load(FAB + "spec:\n  nodes:\n" + _bomb())
+    with pytest.raises(InputError, match="YAML aliases expand the document"):
+        fabric_file.fabric_from_data(data, "configmap ns/fabric:fabric.yaml")
+    loop: dict[str, object] = {"apiVersion": "fabric.example.org/v1alpha1", "kind": "Fabric"}
+    loop["spec"] = {"nodes": [loop]}
+    with pytest.raises(InputError, match="contains it"):
+        fabric_file.fabric_from_data(loop, "x")
