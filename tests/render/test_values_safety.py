@@ -1,0 +1,565 @@
+"""Values that must never reach a running cluster, and the safe defaults that replace them.
+
+Each rejection test renders one hostile or contradictory values file and requires Helm to refuse it
+with a message naming the value's own path (the JSON pointer of a schema error, ``at
+'/a/b/c'``, or the dotted path of a ``templates/validate.yaml`` message). Each acceptance test
+renders the safe counterpart and checks the objects it produces.
+
+- slurm-cluster: no value puts a line break, a carriage return or a Slurm separator into a Slurm
+  config file (unless the key is documented as raw lines), ConfigMap keys are valid, numbers stay
+  in the ranges Slurm and Kubernetes accept, and every rejection names the right key.
+- slurm-bridge: never `default-scheduler`, never an all-namespaces selector without the explicit
+  opt-in, never the operator's or Slurm's namespace, leader-election durations client-go accepts.
+- slurm-operator: pprof on localhost unless explicitly opened (and then a NOTES warning), Secrets
+  readable only in the watched namespaces when those are listed.
+- NetworkPolicies on by default where the chart knows every peer (operator, webhook, bridge).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from slinky_harness import charts, helm, kubeschema
+
+CHARTS = {c.name: c for c in charts.discover_charts()}
+NEWEST = kubeschema.newest_version()
+INJECTED = "SlurmUser=root"
+
+Doc = dict[str, Any]
+
+
+def render(chart: str, values: dict[str, Any]) -> helm.HelmResult:
+    return helm.template(CHARTS[chart].path, values, kube_version=NEWEST)
+
+
+def names_path(stderr: str, path: str) -> bool:
+    """Whether ``stderr`` names ``path`` (dotted) as a schema pointer or a dotted value path."""
+    pointer = "/" + path.replace(".", "/")
+    return f"'{pointer}'" in stderr or f"'{pointer}/" in stderr or path in stderr
+
+
+SCHEMA_LOCATION = re.compile(r"- at '([^']*)'")
+
+
+def assert_rejected(chart: str, values: dict[str, Any], path: str) -> str:
+    """Helm refuses ``values``; the message names ``path`` and no schema location elsewhere."""
+    result = render(chart, values)
+    assert not result.ok, f"{chart} accepted {values!r}:\n{result.stdout[-2000:]}"
+    assert names_path(result.stderr, path), f"the error does not name {path!r}:\n{result.stderr}"
+    pointer = "/" + path.replace(".", "/")
+    elsewhere = [
+        loc
+        for loc in SCHEMA_LOCATION.findall(result.stderr)
+        if loc and not (loc.startswith(pointer) or pointer.startswith(loc))
+    ]
+    assert not elsewhere, f"the error names unrelated keys {elsewhere}:\n{result.stderr}"
+    return result.stderr
+
+
+def docs_of(result: helm.HelmResult, kind: str) -> list[Doc]:
+    return [d for d in result.docs if d.get("kind") == kind]
+
+
+def slurm_conf(result: helm.HelmResult) -> str:
+    """What the chart hands the operator for slurm.conf and the slurmd node lines."""
+    parts = [str(d["spec"].get("extraConf", "")) for d in docs_of(result, "Controller")]
+    parts += [str(d["spec"].get("extraConf", "")) for d in docs_of(result, "NodeSet")]
+    parts += [str(d["spec"]["partition"].get("config", "")) for d in docs_of(result, "NodeSet")]
+    return "\n".join(parts)
+
+
+# -- slurm-cluster: Slurm config injection --------------------------------------------------------
+
+PARTITION = {"nodesets": ["ALL"]}
+
+INJECTIONS = [
+    pytest.param(
+        {"partitions": {"p1": {**PARTITION, "config": "MaxTime=1\rSlurmUser=root"}}},
+        "partitions.p1.config",
+        id="partition-config-cr",
+    ),
+    pytest.param(
+        {"partitions": {"p1": {**PARTITION, "config": {"MaxTime\nSlurmUser": "root"}}}},
+        "partitions.p1.config",
+        id="partition-config-key-newline",
+    ),
+    pytest.param(
+        {"partitions": {"p1": {**PARTITION, "config": {"MaxTime": "1\nSlurmUser=root"}}}},
+        "partitions.p1.config",
+        id="partition-config-value-newline",
+    ),
+    pytest.param(
+        {"nodesets": {"compute": {"partition": {"config": "Default=YES\rSlurmUser=root"}}}},
+        "nodesets.compute.partition.config",
+        id="nodeset-partition-config-cr",
+    ),
+    pytest.param(
+        {"slurmConf": {"extra": {"MinJobAge": "300\nSlurmUser=root"}}},
+        "slurmConf.extra.MinJobAge",
+        id="slurmConf-extra-value-newline",
+    ),
+    pytest.param(
+        {"slurmConf": {"extra": {"MinJobAge\nSlurmUser": "root"}}},
+        "slurmConf.extra",
+        id="slurmConf-extra-key-newline",
+    ),
+    pytest.param(
+        {"slurmConf": {"extra": {"SlurmctldParameters": ["enable_configless\nSlurmUser=root"]}}},
+        "slurmConf.extra.SlurmctldParameters",
+        id="slurmConf-extra-list-item-newline",
+    ),
+    pytest.param(
+        {"scheduling": {"priority": {"decayHalfLife": "7-0\rAuthType=auth/none"}}},
+        "scheduling.priority.decayHalfLife",
+        id="decayHalfLife-cr",
+    ),
+    pytest.param(
+        {"scheduling": {"priority": {"decayHalfLife": "7-0 SlurmUser=root"}}},
+        "scheduling.priority.decayHalfLife",
+        id="decayHalfLife-space",
+    ),
+    pytest.param(
+        {"scheduling": {"schedulerParameters": {"bf_window": "10\nSlurmUser=root"}}},
+        "scheduling.schedulerParameters.bf_window",
+        id="schedulerParameters-value-newline",
+    ),
+    pytest.param(
+        {"scheduling": {"schedulerParameters": {"bf_x\nSlurmUser": "root"}}},
+        "scheduling.schedulerParameters",
+        id="schedulerParameters-key-newline",
+    ),
+    pytest.param(
+        {"scheduling": {"schedulerParameters": {"bf_window": "10,bf_continue"}}},
+        "scheduling.schedulerParameters.bf_window",
+        id="schedulerParameters-value-comma",
+    ),
+    pytest.param(
+        {"topology": {"params": ["SwitchAsNodeRank\nSlurmUser=root"]}},
+        "topology.params",
+        id="topology-params-newline",
+    ),
+    pytest.param(
+        {"nodesets": {"compute": {"slurmdConf": {"Features": "a\nSlurmUser=root"}}}},
+        "nodesets.compute.slurmdConf.Features",
+        id="slurmdConf-value-newline",
+    ),
+    pytest.param(
+        {"nodesets": {"compute": {"slurmdConf": {"Features\rWeight": "1"}}}},
+        "nodesets.compute.slurmdConf",
+        id="slurmdConf-key-cr",
+    ),
+    pytest.param(
+        {"accounting": {"enabled": True, "storage": {"username": "slurm\nStorageUser=root"}}},
+        "accounting.storage.username",
+        id="slurmdbd-storage-user-newline",
+    ),
+    pytest.param(
+        {"controller": {"external": True, "externalConfig": {"host": "ctl\nSlurmUser=root"}}},
+        "controller.externalConfig.host",
+        id="external-controller-host-newline",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "path"), INJECTIONS)
+def test_slurm_conf_injection_is_rejected_by_name(values: dict[str, Any], path: str) -> None:
+    """A value carrying a line break, CR or Slurm separator fails, naming the value."""
+    assert_rejected("slurm-cluster", values, path)
+
+
+def test_raw_lines_stay_raw() -> None:
+    """`slurmConf.extraLines` is documented as raw slurm.conf lines: each item is one line, verbatim."""
+    result = render("slurm-cluster", {"slurmConf": {"extraLines": ["MaxJobCount=100000  # big"]}})
+    assert result.ok, result.describe()
+    assert "MaxJobCount=100000  # big" in slurm_conf(result).splitlines()
+
+
+def test_safe_slurm_values_render_one_line_each() -> None:
+    """Ordinary values with commas, colons and slashes still render, each setting on its line."""
+    values = {
+        "slurmConf": {
+            "extra": {"SlurmctldParameters": ["enable_configless", "idle_on_node_suspend"]}
+        },
+        "scheduling": {
+            "priority": {"decayHalfLife": "14-0", "weightTRES": "CPU=1000,Mem=2000"},
+            "preemption": {"mode": "SUSPEND,GANG"},
+            "schedulerParameters": {"bf_window": 10080, "bf_continue": True},
+        },
+        "topology": {"params": ["SwitchAsNodeRank"]},
+        "partitions": {"p1": {**PARTITION, "config": {"MaxTime": "1-00:00:00", "Default": "NO"}}},
+        "nodesets": {"compute": {"slurmdConf": {"Features": ["ib", "nvme"], "Weight": 10}}},
+    }
+    result = render("slurm-cluster", values)
+    assert result.ok, result.describe()
+    lines = slurm_conf(result).splitlines()
+    for line in (
+        "SlurmctldParameters=enable_configless,idle_on_node_suspend",
+        "PriorityDecayHalfLife=14-0",
+        "PriorityWeightTRES=CPU=1000,Mem=2000",
+        "PreemptMode=SUSPEND,GANG",
+        "TopologyParam=SwitchAsNodeRank",
+        "PartitionName=p1 Nodes=ALL Default=NO MaxTime=1-00:00:00",
+        "Features=ib,nvme Weight=10",
+    ):
+        assert line in lines, f"{line!r} not in {lines}"
+    assert not any(INJECTED in line for line in lines)
+
+
+# -- slurm-cluster: ConfigMap keys, numeric ranges, key paths --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param({"configFiles": {"..data": "x"}}, "configFiles", id="configFiles-..data"),
+        pytest.param({"configFiles": {"..": "x"}}, "configFiles", id="configFiles-dotdot"),
+        pytest.param({"configFiles": {".": "x"}}, "configFiles", id="configFiles-dot"),
+        pytest.param({"configFiles": {"a" * 254: "x"}}, "configFiles", id="configFiles-too-long"),
+        pytest.param(
+            {"scripts": {"prolog": {"..data": "#!/bin/sh\n"}}},
+            "scripts.prolog",
+            id="scripts-..data",
+        ),
+        pytest.param({"slurmKey": {"key": "..data"}}, "slurmKey.key", id="secret-key-..data"),
+    ],
+)
+def test_invalid_configmap_keys_are_rejected(values: dict[str, Any], path: str) -> None:
+    """Keys the API server refuses in a ConfigMap or Secret never render."""
+    assert_rejected("slurm-cluster", values, path)
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param(
+            {"nodesets": {"compute": {"gpu": {"gres": "gpu:99999999999999999999"}}}},
+            "nodesets.compute.gpu.gres",
+            id="gres-above-int64",
+        ),
+        pytest.param(
+            {"nodesets": {"compute": {"gpu": {"gres": "gpu:h100:1025"}}}},
+            "nodesets.compute.gpu.gres",
+            id="gres-above-slurm-gres-bitmap",
+        ),
+        pytest.param(
+            {"nodesets": {"compute": {"gpu": {"count": 1025}}}},
+            "nodesets.compute.gpu.count",
+            id="gpu-count-above-slurm-gres-bitmap",
+        ),
+        pytest.param(
+            {"slurmConf": {"extra": {"MaxJobCount": 1e20}}},
+            "slurmConf.extra.MaxJobCount",
+            id="conf-number-above-int64",
+        ),
+        pytest.param(
+            {"nodesets": {"compute": {"ordinalPadding": 60}}},
+            "nodesets.compute.ordinalPadding",
+            id="ordinal-padding-beyond-a-dns-label",
+        ),
+        pytest.param(
+            {"restapi": {"pdb": {"maxUnavailable": "150%"}}},
+            "restapi.pdb.maxUnavailable",
+            id="percent-above-100",
+        ),
+    ],
+)
+def test_numbers_out_of_range_are_rejected(values: dict[str, Any], path: str) -> None:
+    """Numbers Slurm or Kubernetes would refuse (or silently wrap) fail naming the value."""
+    assert_rejected("slurm-cluster", values, path)
+
+
+def test_gpu_count_at_the_bound_renders() -> None:
+    """1024 GPUs per node (Slurm's per-node GRES bitmap limit) still renders the GPU setup."""
+    result = render("slurm-cluster", {"nodesets": {"compute": {"gpu": {"gres": "gpu:h100:1024"}}}})
+    assert result.ok, result.describe()
+    (nodeset,) = docs_of(result, "NodeSet")
+    assert "Gres=gpu:h100:1024" in nodeset["spec"]["extraConf"]
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param({"nodesets": {"Bad_Name": {}}}, "nodesets", id="nodeset-name"),
+        pytest.param({"loginsets": {"Bad_Name": {}}}, "loginsets", id="loginset-name"),
+        pytest.param({"partitions": {"bad name": PARTITION}}, "partitions", id="partition-name"),
+        pytest.param(
+            {"controller": {"podLabels": {"bad key!": "x"}}},
+            "controller.podLabels",
+            id="label-key",
+        ),
+        pytest.param(
+            {
+                "nodesetDefaults": {"gpu": {"gres": "gpu:2"}},
+                "nodesets": {"compute": {"gpu": {"count": 1}}},
+            },
+            "nodesetDefaults.gpu.gres",
+            id="gres-from-nodesetDefaults",
+        ),
+        pytest.param(
+            {"nodesetDefaults": {"autoscaling": {"enabled": True, "minReplicas": 0}}},
+            "nodesetDefaults.autoscaling.minReplicas",
+            id="autoscaling-from-nodesetDefaults",
+        ),
+        pytest.param(
+            {"partitionDefaults": {"nodesets": ["nosuch"]}, "partitions": {"p1": {}}},
+            "partitionDefaults.nodesets",
+            id="partition-nodesets-from-partitionDefaults",
+        ),
+    ],
+)
+def test_rejection_names_the_key_path(values: dict[str, Any], path: str) -> None:
+    """The error names where the bad value is, even beside valid values and merged defaults."""
+    # A map-key error used to be reported at whichever sibling key was validated after it.
+    assert_rejected("slurm-cluster", {"clusterName": "c1", **values}, path)
+
+
+# -- slurm-bridge -----------------------------------------------------------------------------------
+
+
+def webhook_namespace_selectors(result: helm.HelmResult) -> list[Doc]:
+    selectors = []
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for doc in docs_of(result, kind):
+            selectors += [w["namespaceSelector"] for w in doc["webhooks"]]
+    return selectors
+
+
+def excluded_namespaces(selector: Doc) -> set[str]:
+    excluded: set[str] = set()
+    for expr in selector.get("matchExpressions", []):
+        if expr["key"] == "kubernetes.io/metadata.name" and expr["operator"] == "NotIn":
+            excluded |= set(expr["values"])
+    return excluded
+
+
+def bridge_config(result: helm.HelmResult) -> Doc:
+    (config,) = [d for d in docs_of(result, "ConfigMap") if "config.yaml" in d.get("data", {})]
+    data: Doc = yaml.safe_load(config["data"]["config.yaml"])
+    return data
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param(
+            {"scheduler": {"schedulerName": "default-scheduler"}},
+            "scheduler.schedulerName",
+            id="default-scheduler",
+        ),
+        pytest.param(
+            {"managedNamespaceSelector": {"matchLabels": {}}},
+            "managedNamespaceSelector",
+            id="empty-matchLabels-selector",
+        ),
+        pytest.param(
+            {"managedNamespaceSelector": {"matchExpressions": []}},
+            "managedNamespaceSelector",
+            id="empty-matchExpressions-selector",
+        ),
+        pytest.param(
+            {"managedNamespaceSelector": {"matchLabel": {"team": "a"}}},
+            "managedNamespaceSelector",
+            id="misspelled-selector",
+        ),
+        pytest.param(
+            {"managedNamespaces": ["slinky"]}, "managedNamespaces", id="operator-namespace"
+        ),
+        pytest.param(
+            {
+                "slurm": {"cluster": {"namespace": "slurm"}, "jwt": {"existingSecret": "jwt"}},
+                "managedNamespaces": ["slurm"],
+            },
+            "managedNamespaces",
+            id="slurm-namespace",
+        ),
+        pytest.param(
+            {"scheduler": {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "15s"}}},
+            "scheduler.leaderElection.leaseDuration",
+            id="lease-shorter-than-renew",
+        ),
+        pytest.param(
+            {"scheduler": {"leaderElection": {"renewDeadline": "10s", "retryPeriod": "9s"}}},
+            "scheduler.leaderElection.renewDeadline",
+            id="renew-within-jittered-retry",
+        ),
+        pytest.param(
+            {"scheduler": {"leaderElection": {"retryPeriod": "0s"}}},
+            "scheduler.leaderElection.retryPeriod",
+            id="zero-retry",
+        ),
+    ],
+)
+def test_bridge_refuses_unsafe_values(values: dict[str, Any], path: str) -> None:
+    """The bridge never competes with default-scheduler, bridges every namespace by accident, or
+    starts a kube-scheduler that refuses its leader-election settings."""
+    assert_rejected("slurm-bridge", values, path)
+
+
+def test_bridge_never_bridges_operator_or_slurm_namespaces() -> None:
+    """The webhooks skip kube-system, the release, Slurm's and the operator's namespaces, also
+    under a user namespaceSelector, and config.yaml's selector excludes them too."""
+    values = {
+        "slurm": {"cluster": {"namespace": "slurm"}, "jwt": {"existingSecret": "jwt"}},
+        "operatorNamespace": "ops",
+        "managedNamespaceSelector": {"matchLabels": {"team": "hpc"}},
+        "admission": {"namespaceSelector": {"matchLabels": {"bridge": "enabled"}}},
+    }
+    result = render("slurm-bridge", values)
+    assert result.ok, result.describe()
+    protected = {"kube-system", helm.DEFAULT_NAMESPACE, "slurm", "ops"}
+    selectors = webhook_namespace_selectors(result)
+    assert selectors
+    for selector in selectors:
+        assert protected <= excluded_namespaces(selector), selector
+        assert selector.get("matchLabels") == {"bridge": "enabled"}
+    managed = bridge_config(result)["managedNamespaceSelector"]
+    assert managed["matchLabels"] == {"team": "hpc"}
+    assert protected <= excluded_namespaces(managed)
+
+
+def test_bridge_all_namespaces_is_an_explicit_opt_in() -> None:
+    """`manageAllNamespaces: true` bridges every namespace but the protected ones."""
+    result = render("slurm-bridge", {"manageAllNamespaces": True, "managedNamespaces": []})
+    assert result.ok, result.describe()
+    managed = bridge_config(result)["managedNamespaceSelector"]
+    assert set(managed) == {"matchExpressions"}
+    assert {"kube-system", helm.DEFAULT_NAMESPACE, "slinky"} <= excluded_namespaces(managed)
+    assert "managedNamespaces" not in bridge_config(result)
+
+
+def test_bridge_leader_election_defaults_are_accepted_by_client_go() -> None:
+    """The defaults render: 15s > 10s > 1.2 x 2s."""
+    result = render("slurm-bridge", {})
+    assert result.ok, result.describe()
+
+
+# -- slurm-operator ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address", ["0.0.0.0:6060", ":6060", "10.0.0.5:6060", "[::]:6060", "pprof.example.com:6060"]
+)
+def test_operator_profiling_stays_on_localhost(address: str) -> None:
+    """pprof on any non-loopback address needs `operator.profile.allowRemote: true`."""
+    values = {"operator": {"profile": {"enabled": True, "address": address}}}
+    assert_rejected("slurm-operator", values, "operator.profile.address")
+
+
+@pytest.mark.parametrize("address", ["localhost:6060", "127.0.0.1:6060", "[::1]:6060"])
+def test_operator_profiling_on_loopback_renders_without_warning(address: str) -> None:
+    values = {"operator": {"profile": {"enabled": True, "address": address}}}
+    result = helm.dry_run_install(CHARTS["slurm-operator"].path, values)
+    assert result.ok, result.describe()
+    assert "pprof" not in result.notes
+
+
+def test_operator_profiling_opened_explicitly_warns_in_notes() -> None:
+    values = {
+        "operator": {"profile": {"enabled": True, "address": "0.0.0.0:6060", "allowRemote": True}}
+    }
+    result = helm.dry_run_install(CHARTS["slurm-operator"].path, values)
+    assert result.ok, result.describe()
+    warnings = result.notes.strip().split("\n\n")[0]
+    assert warnings.startswith("WARNINGS") and "0.0.0.0:6060" in warnings, result.notes
+
+
+def rules_granting(docs: list[Doc], kind: str, resource: str) -> list[Doc]:
+    return [
+        d
+        for d in docs
+        if d["kind"] == kind and any(resource in r.get("resources", []) for r in d.get("rules", []))
+    ]
+
+
+def test_operator_secrets_are_namespaced_when_namespaces_are_known() -> None:
+    """With watchNamespaces, only per-namespace Roles grant Secrets; no ClusterRole does."""
+    result = render("slurm-operator", {"watchNamespaces": ["slurm", "team-a"]})
+    assert result.ok, result.describe()
+    assert not rules_granting(result.docs, "ClusterRole", "secrets")
+    roles = rules_granting(result.docs, "Role", "secrets")
+    assert {r["metadata"]["namespace"] for r in roles} == {"slurm", "team-a"}
+    bindings = [
+        d
+        for d in docs_of(result, "RoleBinding")
+        if d["roleRef"]["name"] in {r["metadata"]["name"] for r in roles}
+    ]
+    assert {b["metadata"]["namespace"] for b in bindings} >= {"slurm", "team-a"}
+
+
+def test_operator_watching_all_namespaces_warns_about_cluster_wide_secrets() -> None:
+    """The all-namespaces default needs a ClusterRole on Secrets; NOTES says so and how to narrow it."""
+    result = helm.dry_run_install(CHARTS["slurm-operator"].path, {})
+    assert result.ok, result.describe()
+    assert rules_granting(result.docs, "ClusterRole", "secrets")
+    assert "watchNamespaces" in result.notes.strip().split("\n\n")[0], result.notes
+
+
+# -- NetworkPolicies ---------------------------------------------------------------------------------
+
+
+def policies(result: helm.HelmResult) -> dict[str, Doc]:
+    return {
+        d["spec"]["podSelector"]["matchLabels"].get(
+            "app.kubernetes.io/component", d["metadata"]["name"]
+        ): d
+        for d in docs_of(result, "NetworkPolicy")
+    }
+
+
+def egress_ports(policy: Doc) -> dict[int, list[Any]]:
+    """Port -> the `to` peers of the rule (an empty list means any destination)."""
+    found: dict[int, list[Any]] = {}
+    for rule in policy["spec"].get("egress", []):
+        for port in rule.get("ports", []):
+            found.setdefault(int(port["port"]), []).extend(rule.get("to", []))
+    return found
+
+
+def ingress_ports(policy: Doc) -> dict[int, list[Any]]:
+    found: dict[int, list[Any]] = {}
+    for rule in policy["spec"].get("ingress", []):
+        for port in rule.get("ports", []):
+            found.setdefault(int(port["port"]), []).extend(rule.get("from", []))
+    return found
+
+
+def test_operator_network_policies_are_on_by_default() -> None:
+    """Operator and webhook are fenced by default, with the API server, DNS and slurmrestd open."""
+    result = render("slurm-operator", {})
+    assert result.ok, result.describe()
+    found = policies(result)
+    assert set(found) == {"operator", "webhook"}, sorted(found)
+    for policy in found.values():
+        egress = egress_ports(policy)
+        assert egress[443] == [] and egress[6443] == [], "the API server address is unknown"
+        assert 53 in egress
+    assert 6820 in egress_ports(found["operator"])
+    webhook_in = ingress_ports(found["webhook"])
+    assert webhook_in == {9443: []}, "kube-apiserver must reach the webhook from any source"
+    assert ingress_ports(found["operator"]) == {}
+
+
+def test_bridge_network_policies_are_on_by_default() -> None:
+    """Scheduler, admission and controllers are fenced by default."""
+    result = render("slurm-bridge", {})
+    assert result.ok, result.describe()
+    found = policies(result)
+    assert set(found) == {"scheduler", "admission", "controllers"}, sorted(found)
+    for policy in found.values():
+        egress = egress_ports(policy)
+        assert egress[443] == [] and egress[6443] == [] and 53 in egress
+    assert ingress_ports(found["admission"]) == {9443: []}
+    for component in ("scheduler", "controllers"):
+        peers = egress_ports(found[component])[6820]
+        assert peers and all("namespaceSelector" in p for p in peers), peers
+
+
+def test_slurm_cluster_network_policies_stay_opt_in() -> None:
+    """slurm-cluster cannot know its peers across namespaces (operator, bridge, login users): off."""
+    result = render("slurm-cluster", {})
+    assert result.ok, result.describe()
+    assert not docs_of(result, "NetworkPolicy")
