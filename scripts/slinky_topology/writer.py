@@ -12,8 +12,9 @@
   0644) less the umask.
 
 While the temporary file exists, SIGINT, SIGTERM and SIGHUP remove it and then take their usual
-course (the previous handler runs, or the process ends by that signal: exit status 128+N in a
-shell). Signals the process ignores stay ignored. Handlers are only installed on the main thread.
+course: the process ends by that signal (exit status 128+N in a shell), or the handler installed
+before runs (Python's SIGINT handler raises KeyboardInterrupt, which removes the file on its way
+out). Signals the process ignores stay ignored. Handlers are only installed on the main thread.
 """
 
 from __future__ import annotations
@@ -115,11 +116,13 @@ class _TempGuard:
             Path(tmp).unlink(missing_ok=True)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._remove()
         previous = self._previous.get(signum, signal.SIG_DFL)
         if callable(previous):
+            # Python's SIGINT handler raises KeyboardInterrupt: unwinding through __exit__
+            # removes the file; a handler that returns lets the write go on.
             previous(signum, frame)
             return
+        self._remove()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

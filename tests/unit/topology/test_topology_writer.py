@@ -194,3 +194,25 @@ def test_signal_mid_write_leaves_no_temp_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == (["topology.yaml"] if existing else [])
     if existing:
         assert target.read_text() == "old\n"
+
+
+def test_a_handler_that_returns_lets_the_write_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGHUP handler installed before (one that returns) runs, and the file is still written."""
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGHUP, lambda signum, frame: seen.append(signum))
+    real_fsync = os.fsync
+
+    def fsync_and_hang_up(fd: int) -> None:
+        os.kill(os.getpid(), signal.SIGHUP)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_and_hang_up)
+    try:
+        write_output(tmp_path / "out.txt", "done\n")
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert seen == [signal.SIGHUP]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    assert (tmp_path / "out.txt").read_text() == "done\n"
