@@ -36,6 +36,8 @@ def read_text(path: str) -> str:
                     break
                 chunks.append(chunk)
                 total += len(chunk)
+            if total > limit:  # a stream that goes on (/dev/zero): refuse before joining
+                raise limits.too_large(path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", location=path) from None
     return decode_text(b"".join(chunks), path)
