@@ -198,6 +198,9 @@ def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
         if "qos" in flags:
             with pytest.raises(SlurmCommandError, match="Invalid qos specification"):
                 c.submit("-A", "vision", "--qos=high", "--wrap", "true", user="alice")
+            c.sacctmgr("modify", "user", "alice", "set", "QOS+=high")  # the README's command
+            job_id = c.submit("-A", "vision", "--qos=high", "--wrap", "true", user="alice")
+            assert c.wait(job_id, "COMPLETED")["QOS"] == "high"
         else:
             job_id = c.submit("-A", "vision", "--qos=high", "--wrap", "true", user="alice")
             assert c.wait(job_id, "COMPLETED")["QOS"] == "high"
@@ -226,40 +229,56 @@ def exempt_seconds(value: str) -> int:
 
 
 @pytest.mark.parametrize(
-    "preemption",
+    ("scheduling", "low_memory"),
     [
-        pytest.param({}, id="preset-REQUEUE"),
-        pytest.param({"mode": "CANCEL", "exemptTime": "00:00:15"}, id="CANCEL-exempt-15s"),
-        pytest.param({"mode": "SUSPEND,GANG"}, id="SUSPEND-GANG"),
+        pytest.param({}, sched.JOB_MEMORY, id="preset-REQUEUE"),
+        pytest.param(
+            {"preemption": {"mode": "CANCEL", "exemptTime": "00:00:15"}},
+            sched.JOB_MEMORY,
+            id="CANCEL-exempt-15s",
+        ),
+        pytest.param({"preemption": {"mode": "SUSPEND,GANG"}}, sched.JOB_MEMORY, id="SUSPEND-GANG"),
+        pytest.param(
+            {"preemption": {"mode": "SUSPEND,GANG"}}, None, id="SUSPEND-GANG-whole-node-memory"
+        ),
+        pytest.param({"preset": "fifo"}, sched.JOB_MEMORY, id="fifo-preset"),
+        pytest.param({"preset": "none"}, sched.JOB_MEMORY, id="none-preset"),
     ],
 )
-def test_qos_preemption(sched_cluster: ClusterFactory, preemption: dict[str, Any]) -> None:
-    """A job of a QoS whose ``Preempt`` lists ``low`` preempts a running ``low`` job in the
-    rendered ``PreemptMode`` (not before ``PreemptExemptTime``); a job of a QoS without that right
-    waits.
+def test_qos_preemption(
+    sched_cluster: ClusterFactory, scheduling: dict[str, Any], low_memory: str | None
+) -> None:
+    """With ``preempt/qos``, a job of a QoS whose ``Preempt`` lists ``low`` preempts a running
+    ``low`` job in the rendered ``PreemptMode`` (not before ``PreemptExemptTime``); a job of a QoS
+    without that right waits, and so does every job under a preset without ``preempt/qos``.
 
     SUSPEND with ``preempt/qos`` in one partition (the chart's NodeSet partition): the preemptor
     is allocated beside the suspended job and the gang scheduler time-slices the two every
-    ``SchedulerTimeSlice``; the low job asks 100 MB per node, because a suspended job keeps its
-    memory (a job holding a node's whole memory, the default without ``DefMemPerCPU``, is never
-    suspended). ``slurmConf.extra.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps that test short.
+    ``SchedulerTimeSlice``. A suspended job keeps its memory, so a low job that holds its nodes'
+    whole memory (no ``--mem``: neither chart nor operator sets ``DefMemPerCPU``) is never
+    suspended. ``slurmConf.extra.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps those tests short.
     """
-    values = sched.merge(BASE, {"scheduling": {"preemption": preemption}})
-    if "SUSPEND" in preemption.get("mode", ""):
+    values = sched.merge(BASE, {"scheduling": scheduling})
+    if "SUSPEND" in (scheduling.get("preemption") or {}).get("mode", ""):
         values = sched.merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
     with sched_cluster(values) as c:
         settings = c.rendered.settings
-        assert settings["PreemptType"] == "preempt/qos"
-        mode = settings["PreemptMode"].split(",")[0]
+        config = sched.show_config(c.ctld)
+        mode = settings.get("PreemptMode", "OFF").split(",")[0]
         exempt = exempt_seconds(settings.get("PreemptExemptTime", ""))
-        bf_interval = int(c.rendered.scheduler_params()["bf_interval"])
-        time_slice = int(sched.show_config(c.ctld)["SchedulerTimeSlice"].split()[0])
+        backfill = config["SchedulerType"] == "sched/backfill"
+        params = sched.param_list(config["SchedulerParameters"].replace("(null)", ""))
+        bf_interval = int(params.get("bf_interval", "30")) if backfill else 0
+        time_slice = int(config["SchedulerTimeSlice"].split()[0])
+        preempts = settings.get("PreemptType") == "preempt/qos" and not (
+            mode == "SUSPEND" and low_memory is None
+        )
         c.sacctmgr("add", "qos", "low")
         c.sacctmgr("add", "qos", "high", "Preempt=low")
 
         # low fills every CPU of every node
         low = c.submit("--qos=low", "-N", str(len(c.nodes)), f"--ntasks-per-node={sched.NODE_CPUS}",
-                       "--wrap", SLEEP, user="alice")  # fmt: skip
+                       "--wrap", SLEEP, user="alice", mem=low_memory)  # fmt: skip
         low_start = when(c.wait(low, "RUNNING")["StartTime"])
         plain = c.submit("--qos=normal", "-n", "1", "--wrap", SLEEP, user="bob")
         c.hold_state(plain, "PENDING", 5)  # normal has no Preempt: it waits for resources
@@ -267,11 +286,17 @@ def test_qos_preemption(sched_cluster: ClusterFactory, preemption: dict[str, Any
         c.cancel(plain)
 
         high = c.submit("--qos=high", "-n", "1", "--wrap", SLEEP, user="bob")
+        # preemption happens at once or at the next backfill pass (+ one time slice to suspend)
+        window = exempt + bf_interval + (time_slice if mode == "SUSPEND" else 0)
+        if not preempts:
+            with heartbeat("no preemption", f"{window + 10} s of watching"):
+                c.hold_state(low, "RUNNING", window + 10)
+            assert c.state(high) == "PENDING"
+            c.cancel(high, low)
+            return
         if exempt:  # exempt from preemption until low has run that long
             c.hold_state(low, "RUNNING", exempt - 3 - (time_now() - low_start).total_seconds())
-        # after the exemption: at once or at the next backfill pass (+ one time slice to suspend)
-        timeout = exempt + bf_interval + (time_slice if mode == "SUSPEND" else 0) + 30
-        with heartbeat(f"preemption ({mode})", f"up to {timeout} s on a 2-core machine"):
+        with heartbeat(f"preemption ({mode})", f"up to {window + 30} s on a 2-core machine"):
             preempted = wait_for(
                 f"the low job to be preempted ({mode}) while the high one runs",
                 lambda: (
@@ -279,7 +304,7 @@ def test_qos_preemption(sched_cluster: ClusterFactory, preemption: dict[str, Any
                     and c.state(high) == "RUNNING"
                     and r
                 ),
-                timeout=timeout,
+                timeout=window + 30,
             )
         high_start = when(c.job(high)["StartTime"])
         assert high_start >= low_start + timedelta(seconds=exempt)
@@ -313,6 +338,9 @@ def test_backfill(sched_cluster: ClusterFactory, preset: str) -> None:
         params = sched.param_list(config["SchedulerParameters"].replace("(null)", ""))
         rendered = c.rendered.scheduler_params()
         assert {k: params.get(k) for k in rendered} == rendered
+        if not c.rendered.settings:  # preset none: Slurm's defaults
+            assert config["PriorityType"] == "priority/multifactor"
+            assert config["PreemptType"] == "(null)" and config["PreemptMode"] == "OFF"
         bf_interval = int(params.get("bf_interval", "30"))  # Slurm's default without it
         resolution = int(params.get("bf_resolution", "60"))
         limit_min = 10
