@@ -317,6 +317,36 @@ def test_rejection_names_the_key_path(values: dict[str, Any], path: str) -> None
     assert_rejected("slurm-cluster", {"clusterName": "c1", **values}, path)
 
 
+@pytest.mark.parametrize(
+    ("chart", "values", "path"),
+    [
+        pytest.param(
+            "slurm-operator",
+            {"webhook": {"podLabels": {"bad key!": "x"}}, "operator": {"replicas": 1}},
+            "webhook.podLabels",
+            id="operator-label-key",
+        ),
+        pytest.param(
+            "slurm-operator",
+            {"operator": {"podAnnotations": {"bad key!": "x"}}, "webhook": {"replicas": 1}},
+            "operator.podAnnotations",
+            id="operator-annotation-key",
+        ),
+        pytest.param(
+            "slurm-bridge",
+            {"scheduler": {"featureGates": {"Bad-Gate": True}}, "controllers": {"replicas": 1}},
+            "scheduler.featureGates",
+            id="bridge-feature-gate-name",
+        ),
+    ],
+)
+def test_map_key_rejections_name_the_key_path(
+    chart: str, values: dict[str, Any], path: str
+) -> None:
+    """Map-key errors of the other charts name the map too, not a sibling validated after it."""
+    assert_rejected(chart, values, path)
+
+
 # -- slurm-bridge -----------------------------------------------------------------------------------
 
 
