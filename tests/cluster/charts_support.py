@@ -20,6 +20,8 @@ from slinky_harness import charts as chart_index
 from slinky_harness import kubeschema
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from slinky_harness.controlplane import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +51,24 @@ def values_files(scenario: chart_index.Scenario) -> list[Path]:
     if override.is_file():
         files.append(override)
     return files
+
+
+def nested_overrides() -> dict[str, Any]:
+    """The charts' kwok overrides nested under their umbrella blocks (``slurm-bridge: {...}``)."""
+    return {p.stem: yaml.safe_load(p.read_text()) for p in sorted(OVERRIDES.glob("*.yaml"))}
+
+
+def umbrella_managed_namespaces(profile: dict[str, Any]) -> list[str]:
+    """Namespaces the umbrella's bridge manages with ``profile`` (they must exist, as in
+    production); none when the profile switches the bridge off."""
+    from slinky_harness import umbrella  # noqa: PLC0415 - only the umbrella tests need it
+
+    defaults = chart_index.load_yaml(umbrella.UMBRELLA_DIR / "values.yaml")
+    bridge = {**(defaults.get("slurm-bridge") or {}), **(profile.get("slurm-bridge") or {})}
+    if bridge.get("enabled") is False:
+        return []
+    chart = chart_index.load_yaml(CHARTS["slurm-bridge"].path / "values.yaml")
+    return list(bridge.get("managedNamespaces", chart["managedNamespaces"]))
 
 
 def values_args(files: list[Path]) -> list[str]:
@@ -187,12 +207,15 @@ def _items(cluster: Cluster, kinds: list[str], namespace: str | None) -> list[di
     return list(data.get("items", []))
 
 
-def namespaced_leftovers(cluster: Cluster, namespace: str, chart: str | None = None) -> list[str]:
-    """Objects in ``namespace`` other than its baseline (and ``chart``'s known test-pod bug)."""
+def namespaced_leftovers(
+    cluster: Cluster, namespace: str, chart: str | None = None, kept: Collection[str] = ()
+) -> list[str]:
+    """Objects in ``namespace`` other than its baseline and ``kept`` (``Kind/name`` of objects
+    documented to stay after uninstall)."""
     found = []
     for item in _items(cluster, _resource_names(cluster, True), namespace):
         key = (str(item["kind"]), str(item["metadata"]["name"]))
-        if key in NAMESPACE_BASELINE:
+        if key in NAMESPACE_BASELINE or f"{key[0]}/{key[1]}" in kept:
             continue
         found.append(f"{key[0]}/{key[1]}")
     return sorted(found)
@@ -219,12 +242,13 @@ def cluster_leftovers(cluster: Cluster, namespace: str) -> list[str]:
 
 
 def wait_release_gone(
-    cluster: Cluster, namespace: str, chart: str | None = None
+    cluster: Cluster, namespace: str, chart: str | None = None, kept: Collection[str] = ()
 ) -> list[dict[str, Any]]:
-    """After ``helm uninstall``: wait until ``namespace`` holds nothing of the release and its
-    cluster-scoped objects are deleted; return the cluster-scoped objects it kept on purpose."""
+    """After ``helm uninstall``: wait until ``namespace`` holds nothing of the release (but the
+    ``kept`` objects, ``Kind/name``) and its cluster-scoped objects are deleted; return the
+    cluster-scoped objects it kept on purpose."""
     wait_for(
-        lambda: namespaced_leftovers(cluster, namespace, chart),
+        lambda: namespaced_leftovers(cluster, namespace, chart, kept),
         30,
         f"{namespace} to hold nothing after helm uninstall",
     )

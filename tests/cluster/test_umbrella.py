@@ -49,14 +49,7 @@ def setup(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Setup:
     support.ensure_slinky_crds(cluster)
     work = tmp_path_factory.mktemp("umbrella")
     overrides = work / "kwok-overrides.yaml"
-    overrides.write_text(
-        yaml.safe_dump(
-            {
-                p.stem: yaml.safe_load(p.read_text())
-                for p in sorted(support.OVERRIDES.glob("*.yaml"))
-            }
-        )
-    )
+    overrides.write_text(yaml.safe_dump(support.nested_overrides()))
     for case, values in CASES.items():
         (work / f"{case.replace('/', '-')}.yaml").write_text(yaml.safe_dump(values))
     return Setup(umbrella.build(work), overrides, work)
@@ -71,16 +64,15 @@ def enabled_subcharts(profile: dict[str, Any]) -> list[str]:
     ]
 
 
-def managed_namespaces(profile: dict[str, Any]) -> list[str]:
-    """Namespaces the bridge manages with this profile (they must exist, as in production)."""
-    bridge = {
-        **(UMBRELLA_DEFAULTS.get("slurm-bridge") or {}),
-        **(profile.get("slurm-bridge") or {}),
+def topology_configmap(profile: dict[str, Any]) -> str:
+    """The ConfigMap slurm-cluster reads topology.yaml from in this profile ("" for none)."""
+    block = {
+        **(UMBRELLA_DEFAULTS.get("slurm-cluster") or {}),
+        **(profile.get("slurm-cluster") or {}),
     }
-    if bridge.get("enabled") is False:
-        return []
-    defaults = charts.load_yaml(support.CHARTS["slurm-bridge"].path / "values.yaml")
-    return list(bridge.get("managedNamespaces", defaults["managedNamespaces"]))
+    if block.get("enabled") is False:
+        return ""
+    return str(((block.get("topology") or {}).get("configMapRef") or {}).get("name") or "")
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -91,7 +83,7 @@ def test_umbrella_install_test_uninstall(
     values = setup.values_dir / f"{case.replace('/', '-')}.yaml"
     ns = ["--namespace", namespace]
     wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
-    extra = [n for n in managed_namespaces(profile) if n != namespace]
+    extra = [n for n in support.umbrella_managed_namespaces(profile) if n != namespace]
     for other in extra:
         support.kubectl(cluster, "create", "namespace", other)
     try:
@@ -113,8 +105,13 @@ def test_umbrella_install_test_uninstall(
         for sub in enabled_subcharts(profile):
             assert f"umb-{sub}-test" in tested.stdout, f"no helm test of {sub}:\n{tested.stdout}"
         helm4.run("uninstall", "umb", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
-        kept = support.wait_release_gone(cluster, namespace)
+        # slurm-cluster's README: the topology ConfigMap that another component keeps (created
+        # as a placeholder hook when absent) stays after uninstall; it is the labeler's data.
+        topology = topology_configmap(profile)
+        documented = [f"ConfigMap/{topology}"] if topology else []
+        kept = support.wait_release_gone(cluster, namespace, kept=documented)
         assert not kept, f"kept cluster-scoped objects: {[k['metadata']['name'] for k in kept]}"
+        assert support.namespaced_leftovers(cluster, namespace) == documented
     finally:
         helm4.run("uninstall", "umb", *ns, "--ignore-not-found", check=False)
         if extra:
