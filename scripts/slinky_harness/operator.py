@@ -581,8 +581,10 @@ def run_webhook_for_release(
 
 
 def localize(slurm_conf: str) -> str:
-    """The operator's slurm.conf for the chroot: the harness owns hosts, ports, auth and state
-    paths (dropped here), and the container paths move under the harness's mount."""
+    """The operator's slurm.conf for the chroot: the harness owns hosts, ports, auth, state paths
+    and the ``AccountingStorage{Type,Host,Port}`` keys (dropped here: ``slurmctld(...,
+    accounting=dbd)`` points them at the slurmdbd it runs), and the container paths move under the
+    harness's mount."""
     keep = []
     for raw in slurm_conf.splitlines():
         key = raw.split("=", 1)[0].strip().lower()
@@ -590,11 +592,7 @@ def localize(slurm_conf: str) -> str:
             continue
         line = raw.replace("/etc/slurm/", f"{MOUNT_POINT}/etc/")
         line = re.sub(r"/var/(log|spool)/slurm\w*", f"{MOUNT_POINT}/run", line)
-        if key in ("accountingstoragehost", "accountingstorageport"):
-            continue
-        # slurmctld 26.05 refuses to start before slurmdbd answers, and no slurmdbd (nor its
-        # MariaDB) runs here: the accounting lines are checked as text by the test instead.
-        keep.append(line.replace("accounting_storage/slurmdbd", "accounting_storage/none"))
+        keep.append(line)
     lowered = slurm_conf.lower()
     if "auth/jwt" in lowered and "jwt_key=" not in lowered:
         # Without jwt_key Slurm reads <StateSaveLocation>/jwt_hs256.key; the harness owns that path.

@@ -24,18 +24,21 @@ Marked ``operator``: ``nox -s cluster`` runs these only where the operator can b
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
+import logging
 import os
 import re
+import secrets as random_text
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 from tests.cluster import charts_support as support
 
+from slinky_harness import charts, slurm, slurm_topo, slurmdbd, umbrella
 from slinky_harness import operator as slinky_operator
-from slinky_harness import slurm, slurm_topo
 from slinky_harness.charts import load_yaml
 from slinky_harness.controlplane import Cluster
 
@@ -61,6 +64,13 @@ def op_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster.start(tmp_path_factory.mktemp("operator-cluster"), fleet=FLEET) as running:
         running.apply(support.DATA / "prerequisites.yaml")
         support.install_third_party_crds(running)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurmdbd.MariaDB]:
+    """One MariaDB for every accounting scenario of the module (each gets its own database)."""
+    with slurmdbd.mariadb(workdir=tmp_path_factory.mktemp("mariadb")) as running:
         yield running
 
 
@@ -105,6 +115,99 @@ def manager(
         assert not problems, f"{name} log after all scenarios:\n" + "\n".join(problems[:20])
     validated = [r for r in webhook.records() if str(r.get("msg")).startswith("validate ")]
     assert validated, "the webhook server validated nothing: its configurations do not reach it"
+
+
+WEBHOOK_CACHE_RACE = re.compile(r'denied the request: ConfigMap "([^"]+)" not found')
+
+
+def install(helm: support.Helm, release: str, chart: str, *args: str) -> None:
+    """``helm install``, retried once (as ``helm upgrade --install``) when upstream's webhook
+    denied the Controller for a ConfigMap that the same install had just created: the v1.2.1
+    webhook reads ConfigMaps through its informer cache, which can lag the API server by the
+    few milliseconds between Helm's ConfigMap and Controller writes. A ConfigMap that really is
+    missing fails the retry too."""
+    proc = helm.run("install", release, chart, *args, check=False)
+    if proc.returncode == 0:
+        return
+    race = WEBHOOK_CACHE_RACE.search(proc.stderr)
+    namespace = args[args.index("-n") + 1]
+    if (
+        race is None
+        or support.kubectl(
+            helm.cluster, "get", "configmap", race.group(1), "-n", namespace
+        ).returncode
+    ):
+        raise AssertionError(f"helm install {release} failed ({proc.returncode}):\n{proc.stderr}")
+    logging.getLogger(__name__).warning(
+        "retrying %s/%s after the webhook cache race: %s", namespace, release, race.group(0)
+    )
+    helm.run(
+        "upgrade", "--install", release, chart, *[a for a in args if a != "--create-namespace"]
+    )
+
+
+def slurm_conf_value(text: str, key: str) -> str:
+    """The value of ``key`` in a slurm.conf text (the last setting wins, as in Slurm)."""
+    found = re.findall(rf"^{key}=(\S+)", text, re.M | re.I)
+    assert found, f"no {key} in slurm.conf"
+    return str(found[-1])
+
+
+@contextlib.contextmanager
+def accounting_daemon(  # noqa: PLR0917
+    cluster: Cluster,
+    database: slurmdbd.MariaDB,
+    accounting: dict[str, Any],
+    controller_spec: dict[str, Any],
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[slurmdbd.Slurmdbd]:
+    """The slurmdbd this controller's slurm.conf points at, run in the chroot on the test's
+    MariaDB: for an operator-run Accounting, on the slurmdbd.conf the real operator wrote (Secret
+    ``<accounting>-accounting``), with the chart's storage settings and the password from the
+    database Secret; for an external one (a slurmdbd somewhere else), a stand-in on the
+    operator's own slurmdbd.conf shape. Either shares the cluster's slurm.key and jwt.key."""
+    jwt_ref = controller_spec.get("jwtKeyRef") or controller_spec.get("jwtHs256KeyRef") or {}
+    keys = {
+        ref: slinky_operator.secret_value(cluster, namespace, sel["name"], sel["key"])
+        for ref, sel in (("slurm", controller_spec["slurmKeyRef"]), ("jwt", jwt_ref))
+    }
+    if accounting["spec"].get("external"):
+        name = accounting["metadata"]["name"]
+        spec = slurmdbd.AccountingSpec(
+            name=name,
+            namespace=namespace,
+            storage=slurmdbd.StorageConfig(
+                host="", port=3306, database=f"{name.replace('-', '_')}_acct",
+                username="slurm", password_secret="", password_key="",
+            ),
+            extra_conf="",
+            jwks=False,
+            slurm_key_ref=("", ""),
+            jwt_key_ref=("", ""),
+        )  # fmt: skip
+        password = base64.b32encode(os.urandom(10)).decode()
+        conf = slurmdbd.operator_slurmdbd_conf(spec, password)
+    else:
+        spec = slurmdbd.AccountingSpec.from_object(accounting)
+        secret = _wait_object(cluster, "secret", f"{spec.name}-accounting", namespace)
+        conf = base64.b64decode(secret["data"]["slurmdbd.conf"]).decode()
+        storage = spec.storage
+        password = slinky_operator.secret_value(
+            cluster, namespace, storage.password_secret, storage.password_key
+        ).decode()
+        assert f"StoragePass={password}" in conf, (
+            "slurmdbd.conf lacks the database Secret's password"
+        )
+        assert (
+            f"StorageLoc={storage.database}" in conf and f"StorageUser={storage.username}" in conf
+        )
+    database.provision(spec.storage.database, spec.storage.username, password)
+    with slurmdbd.slurmdbd(
+        conf, database=database, workdir=tmp_path / "slurmdbd",
+        slurm_key=keys["slurm"], jwt_key=keys["jwt"],
+    ) as running:  # fmt: skip
+        yield running
 
 
 def release_objects(helm: support.Helm, release: str, namespace: str) -> list[dict[str, Any]]:
@@ -169,7 +272,8 @@ def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
 def create_user_references(cluster: Cluster, namespace: str, objects: list[dict[str, Any]]) -> None:
     """Create what the values name but the chart leaves to the user (its README says so):
     key Secrets of ``existingSecret``, the database password Secret, site script ConfigMaps.
-    Secrets get 1024 random bytes under each referenced key; ConfigMaps a no-op script."""
+    Secrets get 1024 random bytes under each ``*.key`` key and a random text password under any
+    other key; ConfigMaps a no-op script."""
     secrets: dict[str, set[str]] = {}
     configmaps: set[str] = set()
 
@@ -196,7 +300,13 @@ def create_user_references(cluster: Cluster, namespace: str, objects: list[dict[
         missing = keys - have
         if not missing:
             continue
-        data = {k: base64.b64encode(os.urandom(1024)).decode() for k in missing}
+        # Key files are 1 KiB of random bytes; anything else (a database password) is text.
+        data = {
+            k: base64.b64encode(
+                os.urandom(1024) if k.endswith(".key") else random_text.token_urlsafe(24).encode()
+            ).decode()
+            for k in missing
+        }
         cluster.apply([{
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": name, "namespace": namespace}, "data": data,
@@ -233,6 +343,7 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
     helm: support.Helm,
     manager: slinky_operator.Manager,
     proxy: slinky_operator.ServiceProxy,
+    database: slurmdbd.MariaDB,
     scenario: Scenario,
     tmp_path: Path,
     request: pytest.FixtureRequest,
@@ -251,11 +362,94 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
         )
 
     request.addfinalizer(uninstall)
-    helm.run(
-        "install", "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace",
+    install(
+        helm, "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace",
         *support.values_args(files),
     )  # fmt: skip
     objects = release_objects(helm, "sc", namespace)
+    reconcile_and_load(op_cluster, proxy, database, objects, _merged(scenario), namespace, tmp_path)
+
+
+UMBRELLA_DEFAULTS: dict[str, Any] = load_yaml(umbrella.UMBRELLA_DIR / "values.yaml")
+UMBRELLA_CASES: dict[str, dict[str, Any]] = {
+    "umbrella": {},
+    **{f"umbrella+{stem}": data for stem, data in charts.profiles().items()},
+}
+
+
+@pytest.fixture(scope="module")
+def umbrella_chart(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return umbrella.build(tmp_path_factory.mktemp("umbrella"))
+
+
+@pytest.mark.parametrize("case", list(UMBRELLA_CASES))
+def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 - fixtures
+    op_cluster: Cluster,
+    helm: support.Helm,
+    manager: slinky_operator.Manager,
+    proxy: slinky_operator.ServiceProxy,
+    database: slurmdbd.MariaDB,
+    umbrella_chart: Path,
+    case: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """``examples/umbrella`` with its defaults and with each ``values/`` profile installs on this
+    cluster (nothing created beforehand but the managed namespaces the bridge needs) with the real
+    webhook in front, and the real operator reconciles it into a slurm.conf that slurmctld loads.
+    The umbrella's own slurm-operator subchart is switched off: the module's slurm-operator
+    release (its CRDs, manager and webhook) is the operator of this cluster."""
+    profile = UMBRELLA_CASES[case]
+    namespace = re.sub(r"[^a-z0-9-]", "-", case.lower())[:50].strip("-")
+    extra = [n for n in support.umbrella_managed_namespaces(profile) if n != namespace]
+    for other in extra:
+        support.kubectl(op_cluster, "create", "namespace", other)
+
+    def uninstall() -> None:
+        helm.run("uninstall", "umb", "-n", namespace, "--wait", "--timeout", "60s", check=False)
+        support.wait_for(
+            lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
+            120,
+            f"the pods in {namespace} to be deleted",
+        )
+        for other in extra:
+            support.kubectl(op_cluster, "delete", "namespace", other, "--wait=false")
+
+    request.addfinalizer(uninstall)
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(profile))
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text(yaml.safe_dump({
+        **support.nested_overrides(),
+        "slurm-operator": {"enabled": False},
+    }))  # fmt: skip
+    install(
+        helm, "umb", str(umbrella_chart), "-n", namespace, "--create-namespace",
+        "-f", str(values), "-f", str(overrides),
+    )  # fmt: skip
+    objects = release_objects(helm, "umb", namespace)
+    cluster_values = _with_defaults(
+        _with_defaults(
+            load_yaml(CLUSTER_CHART.path / "values.yaml"),
+            UMBRELLA_DEFAULTS.get("slurm-cluster") or {},
+        ),
+        profile.get("slurm-cluster") or {},
+    )
+    reconcile_and_load(op_cluster, proxy, database, objects, cluster_values, namespace, tmp_path)
+
+
+def reconcile_and_load(  # noqa: PLR0917
+    op_cluster: Cluster,
+    proxy: slinky_operator.ServiceProxy,
+    database: slurmdbd.MariaDB,
+    objects: list[dict[str, Any]],
+    values: dict[str, Any],
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """The operator writes the Controller's slurm.conf ConfigMap (and its StatefulSet); slurmctld
+    loads it with the chart's files and keys; partitions, their members and topologies are what
+    ``values`` (the slurm-cluster values as Helm merged them) ask for; NodeSet pods are placed."""
     controller = next(d for d in objects if d["kind"] == "Controller")
     name = controller["metadata"]["name"]
     spec = controller["spec"]
@@ -268,7 +462,6 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
     if not spec.get("external"):
         _wait_object(op_cluster, "statefulset", f"{name}-controller", namespace)
 
-    values = _merged(scenario)
     conf_files = slinky_operator.slurmctld_files(op_cluster, namespace, spec, slurm_conf)
 
     accounting = next((d for d in objects if d["kind"] == "Accounting"), None)
@@ -293,7 +486,21 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
         wanted = expected_partitions(values)
     # Slurm nodes of an external slurmctld register there, not in this file's controller.
     nodesets = [] if spec.get("external") else [d for d in objects if d["kind"] == "NodeSet"]
-    with slurm.slurmctld(conf_files, workdir=tmp_path / "slurmctld") as ctld:
+    with contextlib.ExitStack() as stack:
+        dbd = (
+            stack.enter_context(
+                accounting_daemon(op_cluster, database, accounting, spec, namespace, tmp_path)
+            )
+            if accounting is not None
+            else None
+        )
+        ctld = stack.enter_context(
+            slurm.slurmctld(conf_files, workdir=tmp_path / "slurmctld", accounting=dbd)
+        )
+        if dbd is not None:
+            # slurmctld registered its cluster with slurmdbd (real accounting, not "none").
+            clusters = ctld.run("sacctmgr", "-n", "-P", "list", "cluster", "format=Cluster").stdout
+            assert slurm_conf_value(slurm_conf, "ClusterName") in clusters.split(), clusters
         members: dict[str, set[str]] = {}
         for nodeset in nodesets:
             short = slinky_operator.slurm_nodeset_name(nodeset)
@@ -312,7 +519,7 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
             for topo in slurm_topo.parse_topology_yaml(str(topology_yaml)):
                 shown = ctld.show_topology(topo.name)
                 if isinstance(topo.model, slurm_topo.TreeTopology):
-                    slurm_topo.assert_tree_matches(shown, topo.model)
+                    slurm_topo.assert_tree_matches(shown, topo.model, present=set(members))
                 elif isinstance(topo.model, slurm_topo.BlockTopology):
                     slurm_topo.assert_blocks_match(shown, topo.model)
         restapi = next((d for d in objects if d["kind"] == "RestApi"), None)
@@ -414,13 +621,14 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
         pods = cluster.kubectl_json("get", "pods", "-A")["items"]
         return "\n".join(
             f"{p['metadata']['namespace']}/{p['metadata']['name']} node={p['spec'].get('nodeName')} "
-            f"phase={p.get('status', {}).get('phase')} deleting={p['metadata'].get('deletionTimestamp')}"
+            f"phase={p.get('status', {}).get('phase')} deleting={p['metadata'].get('deletionTimestamp')} "
+            f"scheduler={p['spec'].get('schedulerName')}"
             for p in pods
         )
 
     if replicas or daemonset:
         try:
-            support.wait_for(settled, 90, f"NodeSet {name}'s pods to be created and scheduled")
+            support.wait_for(settled, 180, f"NodeSet {name}'s pods to be created and scheduled")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nall pods:\n{everything()}") from None
     by_name = {n["metadata"]["name"]: n for n in nodes}
