@@ -41,7 +41,7 @@ from slinky_harness import controlplane
 from slinky_harness import operator as slinky_operator
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from slinky_harness.controlplane import Cluster
 
@@ -166,79 +166,84 @@ def run_for_release(
     config = yaml.safe_load(config_text)
     network = slinky_operator.proxy_env(proxy)
 
-    with contextlib.ExitStack() as stack:
-        # -- controllers
+    config_file = str(config_dir / "config.yaml")
+
+    def start(
+        stack: contextlib.ExitStack,
+        component: str,
+        local: Callable[[Path, Path], dict[str, str]],
+        *,
+        front: Sequence[str] = (),
+        kubeconfig_flag: bool = True,
+        mounts: dict[Path, Path] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> slinky_operator.Manager:
+        """Run ``component`` as its Deployment would: its ServiceAccount (kubeconfig and pod
+        folder), its arguments with ``local(folder, kubeconfig)`` values, its environment. The
+        scheduler takes its connection from its configuration file (``kubeconfig_flag=False``)."""
         deployment = slinky_operator.release_deployment(
-            manifest, name_suffix="-controllers", what="slurm-bridge controllers"
+            manifest, name_suffix=f"-{component}", what=f"slurm-bridge {component}"
         )
-        folder = workdir / "controllers"
+        folder = workdir / component
         kubeconfig = slinky_operator.deployment_identity(cluster, deployment, folder)
-        args = slinky_operator.local_args(deployment, {"--config": str(config_dir / "config.yaml")})
-        controllers = stack.enter_context(
+        args = slinky_operator.local_args(deployment, local(folder, kubeconfig))
+        return stack.enter_context(
             slinky_operator.run_process(
                 slinky_operator.with_mounts(
-                    [str(binary("controllers")), f"--kubeconfig={kubeconfig}", *args],
-                    pod_mounts(kubeconfig, deployment, folder),
+                    [
+                        str(binary(component)),
+                        *([f"--kubeconfig={kubeconfig}"] if kubeconfig_flag else []),
+                        *front,
+                        *args,
+                    ],
+                    {**pod_mounts(kubeconfig, deployment, folder), **(mounts or {})},
                 ),
-                folder / "controllers.log",
-                env={**container_env(cluster, deployment), **network},
-                what="slurm-bridge controllers",
+                folder / f"{component}.log",
+                env={**container_env(cluster, deployment), **(env or {})},
+                what=f"slurm-bridge {component}",
             )
         )
 
-        # -- scheduler: the chart's KubeSchedulerConfiguration, connected as its ServiceAccount
-        deployment = slinky_operator.release_deployment(
-            manifest, name_suffix="-scheduler", what="slurm-bridge scheduler"
-        )
-        folder = workdir / "scheduler"
-        kubeconfig = slinky_operator.deployment_identity(cluster, deployment, folder)
-        scheduler_config = yaml.safe_load(_configmap_file(manifest, "scheduler-config.yaml"))
+    scheduler_config = yaml.safe_load(_configmap_file(manifest, "scheduler-config.yaml"))
+    port = slinky_operator.free_port()
+
+    def scheduler_local(folder: Path, kubeconfig: Path) -> dict[str, str]:
+        # The chart's KubeSchedulerConfiguration; only the connection is local (in a pod it is the
+        # in-cluster config).
         scheduler_config.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
-        config_file = folder / "scheduler-config.yaml"
-        config_file.write_text(yaml.safe_dump(scheduler_config, sort_keys=False))
-        port = slinky_operator.free_port()
-        args = slinky_operator.local_args(
-            deployment, {"--config": str(config_file), "--secure-port": str(port)}
+        path = folder / "scheduler-config.yaml"
+        path.write_text(yaml.safe_dump(scheduler_config, sort_keys=False))
+        return {"--config": str(path), "--secure-port": str(port)}
+
+    with contextlib.ExitStack() as stack:
+        controllers = start(
+            stack,
+            "controllers",
+            lambda folder, kubeconfig: {"--config": config_file},
+            env=network,
         )
-        argv = slinky_operator.with_mounts(
-            [str(binary("scheduler")), "--bind-address=127.0.0.1", *args],
-            {**pod_mounts(kubeconfig, deployment, folder), config_dir: CONFIG_MOUNT},
-        )
-        scheduler = stack.enter_context(
-            slinky_operator.run_process(
-                argv,
-                folder / "scheduler.log",
-                env={**container_env(cluster, deployment), **network},
-                what="slurm-bridge scheduler",
-            )
+        scheduler = start(
+            stack,
+            "scheduler",
+            scheduler_local,
+            front=["--bind-address=127.0.0.1"],
+            kubeconfig_flag=False,
+            mounts={config_dir: CONFIG_MOUNT},
+            env=network,
         )
         slinky_operator.wait_port(port, scheduler, timeout=60)
 
-        # -- admission webhook
         admission: slinky_operator.Manager | None = None
         hooks = [d for d in manifest if d.get("kind", "").endswith("WebhookConfiguration")]
         if hooks:
-            deployment = slinky_operator.release_deployment(
-                manifest, name_suffix="-admission", what="slurm-bridge admission"
-            )
-            folder = workdir / "admission"
-            kubeconfig = slinky_operator.deployment_identity(cluster, deployment, folder)
             ca = slinky_operator.serving_certificate(
-                folder / "k8s-webhook-server" / "serving-certs"
+                workdir / "admission" / "k8s-webhook-server" / "serving-certs"
             )
-            args = slinky_operator.local_args(
-                deployment, {"--config": str(config_dir / "config.yaml")}
-            )
-            admission = stack.enter_context(
-                slinky_operator.run_process(
-                    slinky_operator.with_mounts(
-                        [str(binary("admission")), f"--kubeconfig={kubeconfig}", *args],
-                        pod_mounts(kubeconfig, deployment, folder),
-                    ),
-                    folder / "admission.log",
-                    env={**container_env(cluster, deployment), "TMPDIR": str(folder)},
-                    what="slurm-bridge admission",
-                )
+            admission = start(
+                stack,
+                "admission",
+                lambda folder, kubeconfig: {"--config": config_file},
+                env={"TMPDIR": str(workdir / "admission")},
             )
             slinky_operator.wait_port(ADMISSION_PORT, admission)
             slinky_operator.point_webhooks_at(cluster, hooks, ADMISSION_PORT, ca)
