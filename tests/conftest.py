@@ -6,6 +6,12 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from slinky_harness.core.processes import install_sigterm_as_interrupt
+
+# SIGTERM (a CI timeout, ``kill``) stops the run like Ctrl-C: every fixture's teardown runs and
+# stops what it started (tests/cluster/test_processes.py).
+install_sigterm_as_interrupt()
+
 settings.register_profile(
     "ci",
     derandomize=True,

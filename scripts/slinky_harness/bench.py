@@ -486,4 +486,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from slinky_harness.core.processes import run_main
+
+    raise SystemExit(run_main(main))

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness.core.processes import die_with_parent, reaping
 from slinky_harness.fleet import Fleet, load_fleet
 from slinky_harness.toolchain import ToolError, cache_root, go_build
 
@@ -454,9 +455,11 @@ class Cluster:
                 f"delete it (KWOK_WORKDIR={cluster.kwok_workdir} kwokctl delete cluster "
                 f"--name {existing[0]})"
             )
-        with _sigterm_raises():
+        # The reaper ends the cluster's daemons (not our children) if this process dies.
+        with _sigterm_raises(), reaping([f"{cluster.cluster_dir}/"]) as reaper:
             try:
                 cluster._up(stages, timeout, extra_args)
+                reaper.watch(cluster._pids())
                 yield cluster
             finally:
                 cluster.stop()
@@ -502,6 +505,7 @@ class Cluster:
                     text=True,
                     timeout=timeout,
                     check=False,
+                    preexec_fn=die_with_parent,
                 )
             except subprocess.TimeoutExpired:
                 raise ControlPlaneError(
@@ -735,4 +739,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from slinky_harness.core.processes import run_main
+
+    raise SystemExit(run_main(main))

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness.core.processes import die_with_parent
 from slinky_harness.fleet import Fleet, parse_fleet
 
 if TYPE_CHECKING:
@@ -383,7 +384,13 @@ def run_labeler(args: Sequence[str], *, timeout: float = 600.0) -> LabelerRun:
     argv = labeler_argv(*args)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=_child_env())
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=err,
+            env=_child_env(),
+            preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; only prctl)
+        )
         deadline = started + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -648,4 +655,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from slinky_harness.core.processes import run_main
+
+    raise SystemExit(run_main(main))

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness import controlplane
+from slinky_harness.core.processes import die_with_parent
 from slinky_harness.slurm import HARNESS_KEYS, FileSource
 from slinky_harness.slurm_chroot import MOUNT_POINT
 from slinky_harness.toolchain import ToolError, cache_root, go_build, staged_folder
@@ -371,6 +372,7 @@ def run_process(
             stdin=subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
             start_new_session=True,
+            preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; only prctl)
         )
     running = Manager(proc, log_path, list(argv))
     try:

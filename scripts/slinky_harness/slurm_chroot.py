@@ -20,7 +20,6 @@ stays mounted on the host and no cleanup can follow a stale bind mount into the 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import logging
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slinky_harness.core.processes import die_with_parent
 from slinky_harness.core.progress import heartbeat
 
 if TYPE_CHECKING:
@@ -90,7 +90,6 @@ MARKER = ".slinky-chroot.json"
 MOUNT_POINT = "/srv/slinky"
 """Empty folder in the chroot on which a controller's host work folder is bind-mounted."""
 _BUILD_TIMEOUT_S = 1200.0
-_PR_SET_PDEATHSIG = 1
 
 
 class SlurmChrootError(RuntimeError):
@@ -248,20 +247,6 @@ def _run_logged(
         raise SlurmChrootError(
             f"{Path(argv[0]).name} failed (exit {rc}): {tail[0]} (log: {logfile})"
         )
-
-
-def die_with_parent() -> None:
-    """In the child before exec: get SIGKILL when the parent dies (even by SIGKILL).
-
-    The child is ``unshare --pid --fork --kill-child``: its death kills the namespace's first
-    process and so every process of the build, so a killed build leaves nothing writing into the
-    folder the next build deletes.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

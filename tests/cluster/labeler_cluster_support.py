@@ -42,6 +42,7 @@ from tests.cluster import charts_support
 
 from slinky_harness import labeler_bench as lb
 from slinky_harness.controlplane import Cluster
+from slinky_harness.core.processes import die_with_parent
 from slinky_harness.fleet import load_fleet
 
 if TYPE_CHECKING:
@@ -321,7 +322,11 @@ class LabelerLab:
         )
         with log.open("wb") as sink:
             proc = subprocess.Popen(
-                argv, stdout=sink, stderr=subprocess.STDOUT, env=lb._child_env()
+                argv,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=lb._child_env(),
+                preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; only prctl)
             )
         replica = Replica(identity, proc, port, log, credential)
         self.replicas.append(replica)
