@@ -44,6 +44,14 @@ API (what a test needs; all typed)::
         ctld.run("srun", "-N", "2", "hostname")
         job = ctld.run_job("-N", "2", "--segment=2", "--wrap", "true")  # waits for the end
         job["JobState"], job["NodeList"]       # "COMPLETED", "gpu[01-02]"
+        job_id = ctld.submit("--wrap", "sleep 60", user="alice")  # as a chroot user (TEST_USERS)
+        ctld.wait_job(job_id, {"RUNNING"})     # its record once in one of the states
+        ctld.job(job_id)["Reason"]
+
+    # accounting: real slurmdbd 26.05 + MariaDB (slinky_harness.slurmdbd has the details)
+    with mariadb() as db, release_accounting(helm_docs, database=db) as dbd, \
+            slurmctld(files, accounting=dbd, emulator=True) as ctld:
+        ctld.sacctmgr("add", "account", "physics")  # sacctmgr -i; also sacct, sshare, sprio
 
     result = check_load(files, root=ensure_chroot())  # start, read every topology, stop
     result.accepted    # started, and `scontrol show topology [name]` worked for all
@@ -78,7 +86,9 @@ The ``slurm.conf`` you give holds only the cluster part (nodes, partitions, ``To
 your text (:data:`HARNESS_KEYS`): ``SlurmctldHost``, ``SlurmctldPort``, ``SlurmdPort``,
 ``SlurmUser``, ``StateSaveLocation``, ``SlurmctldPidFile``, ``SlurmctldLogFile``, ``AuthType``,
 ``CredType`` (``auth/slurm`` and ``cred/slurm`` with a generated 1 KiB ``slurm.key``, owned by
-``slurm``, mode 600, as Slinky uses). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
+``slurm``, mode 600, as Slinky uses) and ``AccountingStorageType``/``Host``/``Port`` (set only
+with ``accounting=``: a running :class:`slinky_harness.slurmdbd.Slurmdbd`, whose ``slurm.key``
+the controller then shares). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
 ``MailProg=/bin/true`` and slurmd spool/pid/log paths unless your text sets them, and writes
 ``cgroup.conf`` with ``CgroupPlugin=disabled`` unless you give one (no cgroup filesystem in the
 chroot).

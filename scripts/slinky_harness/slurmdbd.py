@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from slinky_harness.core.progress import heartbeat
 from slinky_harness.slurm import (
     SlurmChrootError,
     SlurmCommandError,
@@ -472,7 +473,9 @@ class MariaDB:
         argv = ["mariadb-install-db", "--no-defaults", "--user=root",
                 f"--datadir={MOUNT_POINT}/data", "--auth-root-authentication-method=socket",
                 "--skip-test-db", *_MARIADB_ARGS]  # fmt: skip
-        cmd = chroot_argv(self.root, argv, binds={MOUNT_POINT: self.workdir}, hostname=DB_HOSTNAME)
+        # own PID namespace: the bootstrap mariadbd it starts dies with it, even on SIGKILL
+        cmd = chroot_argv(self.root, argv, binds={MOUNT_POINT: self.workdir},
+                          hostname=DB_HOSTNAME, proc=True, pid_ns=True)  # fmt: skip
         with (self.workdir / "install.log").open("wb") as out:
             rc = subprocess.run(
                 cmd, stdout=out, stderr=subprocess.STDOUT, env=CHROOT_ENV, timeout=self.timeout,
@@ -537,7 +540,8 @@ def mariadb(
     wd.mkdir(parents=True, exist_ok=True)
     db = MariaDB(chroot, wd, timeout=timeout)
     try:
-        db._start()
+        with heartbeat(f"MariaDB: a private server in the Slurm chroot ({wd})", "about 3 s"):
+            db._start()
         yield db
     finally:
         db.stop()

@@ -170,6 +170,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
     for name, times in _daemon_starts.items():
         tr.write_line(
-            f"{name} starts: {len(times)}, mean {sum(times) / len(times):.2f} s, "
+            f"{name} starts (accounting and scheduling tests): {len(times)}, "
+            f"mean {sum(times) / len(times):.2f} s, "
             f"max {max(times):.2f} s"
         )
+    for line in sched.PROOFS:
+        tr.write_line(f"measured: {line}")

@@ -49,6 +49,15 @@ GPU_FILES = ("/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"
 ``File`` (only their device numbers matter; no cgroup constrains them here)."""
 
 
+PROOFS: list[str] = []
+"""Measured outcomes the tests record (:func:`proof`); the tier's summary prints them."""
+
+
+def proof(what: str, outcome: str) -> None:
+    """Record what a test measured (job states, reasons, latencies, factors) for the summary."""
+    PROOFS.append(f"{what}: {outcome}")
+
+
 def merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
     """Values layers merged key by key (later wins; maps merge, everything else replaces)."""
     out: dict[str, Any] = {}

@@ -148,6 +148,11 @@ def test_a_users_first_job_runs_with_the_chart_defaults(
         assert job["UserId"].startswith("alice(")
         record = _sacct_until(c, job["JobId"], ("JobID", "User", "State"))
         assert record["User"] == "alice"
+        sched.proof(
+            f"first job [{preset}]",
+            f"alice without association: {job['JobState']} on {job['NodeList']}; sacct "
+            f"{record['User']} {record['State']}",
+        )
 
 
 def test_enforcing_associations_needs_the_readme_accounts_first(
@@ -165,6 +170,8 @@ def test_enforcing_associations_needs_the_readme_accounts_first(
         job = c.ctld.run_job("--wrap", "true", user="alice")
         assert job["JobState"] == "COMPLETED", job
         assert job["Account"] == "research"
+        sched.proof("enforce associations", "alice refused (Invalid account) until the two "
+                    "sacctmgr commands; then COMPLETED in account research")  # fmt: skip
 
 
 def test_sacct_records_every_job(sched_cluster: ClusterFactory) -> None:
@@ -218,3 +225,4 @@ def test_sacct_records_every_job(sched_cluster: ClusterFactory) -> None:
             assert listed == want["nodes"], row
             tres = dict(kv.split("=", 1) for kv in row["AllocTRES"].split(",") if "=" in kv)
             assert int(tres.get("gres/gpu", "0")) == want["gpus"], row
+            sched.proof(f"sacct job {job_id}", "|".join(row.values()))
