@@ -1074,6 +1074,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             info = chroot_info(root)
             lines.append(
                 f"{root}: slurm {info.slurm_version}, emulator {'yes' if info.emulator else 'no'}"
+                f", slurmdbd and MariaDB {'yes' if info.accounting else 'no'}"
                 f", mirror {info.mirror}, built in {info.build_seconds:.0f} s"
             )
         else:

@@ -97,7 +97,8 @@ def slurm_root() -> Path:
     info = chroot_info(root)
     _chroot_state.append(
         f"{'reused' if warm else 'built'} {root} (slurm {info.slurm_version}, "
-        f"emulator {'yes' if info.emulator else 'no'}, cold build took {info.build_seconds:.0f} s)"
+        f"emulator {'yes' if info.emulator else 'no'}, slurmdbd and MariaDB "
+        f"{'yes' if info.accounting else 'no'}, cold build took {info.build_seconds:.0f} s)"
     )
     return root
 
