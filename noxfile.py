@@ -31,7 +31,9 @@ def _install(session: nox.Session, *groups: str) -> None:
 def _tools(session: nox.Session, *names: str) -> None:
     """Build or reuse the pinned Go tools and put them first on PATH. The build runs in the
     open, so a cold one shows what it builds and its progress; the PATH is read afterwards."""
-    session.run("python", "-m", "slinky_harness.toolchain", "install", *names)
+    # `install` with no names means every tool (the control plane's kubectl too); `path` with no
+    # names means the lint tools, which is what a session that names none needs.
+    session.run("python", "-m", "slinky_harness.toolchain", "install" if names else "path", *names)
     prefix = session.run("python", "-m", "slinky_harness.toolchain", "path", *names, silent=True)
     assert isinstance(prefix, str)
     session.env["PATH"] = f"{prefix.strip().splitlines()[-1]}{os.pathsep}{os.environ['PATH']}"
