@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from tests.unit.labeler.labeler_support import ApiError, FakeClock, FakeLeases
+from tests.unit.labeler.labeler_support import ApiError, FakeClock, FakeLeases, elector
 
-from slinky_topology.labeler.leader import LeaderElector, format_time, parse_time
+from slinky_topology.labeler.leader import format_time, parse_time
 
 NS = "slinky"
-
-
-def _elector(api: FakeLeases, clock: FakeClock, identity: str) -> LeaderElector:
-    return LeaderElector(
-        api,
-        name="labeler",
-        namespace=NS,
-        identity=identity,
-        lease_duration=15,
-        renew_deadline=10,
-        retry_period=2,
-        clock=clock,
-    )
 
 
 def _spec(api: FakeLeases) -> dict[str, object]:
@@ -34,7 +21,7 @@ def test_time_round_trip() -> None:
 
 def test_first_candidate_acquires_second_waits() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a, b = elector(api, "a", clock), elector(api, "b", clock)
     assert a.try_acquire_or_renew() and a.is_leader
     assert not b.try_acquire_or_renew() and not b.is_leader
     assert _spec(api)["holderIdentity"] == "a"
@@ -43,7 +30,7 @@ def test_first_candidate_acquires_second_waits() -> None:
 
 def test_leader_renews_and_keeps_the_lease() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a, b = elector(api, "a", clock), elector(api, "b", clock)
     a.try_acquire_or_renew()
     for _ in range(20):
         clock.advance(2)
@@ -54,7 +41,7 @@ def test_leader_renews_and_keeps_the_lease() -> None:
 
 def test_expired_lease_is_taken_over() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a, b = elector(api, "a", clock), elector(api, "b", clock)
     a.try_acquire_or_renew()
     clock.advance(14)
     assert not b.try_acquire_or_renew(), "not expired yet"
@@ -69,7 +56,7 @@ def test_expired_lease_is_taken_over() -> None:
 
 def test_stale_leader_stops_writing_before_the_lease_expires() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a = _elector(api, clock, "a")
+    a = elector(api, "a", clock)
     a.try_acquire_or_renew()
     api.fail = [ConnectionError("api down")] * 10
     clock.advance(5)
@@ -81,7 +68,7 @@ def test_stale_leader_stops_writing_before_the_lease_expires() -> None:
 
 def test_release_hands_over_at_once() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a, b = elector(api, "a", clock), elector(api, "b", clock)
     a.try_acquire_or_renew()
     assert a.release()
     assert not a.is_leader
@@ -93,7 +80,7 @@ def test_release_hands_over_at_once() -> None:
 
 def test_conflict_means_someone_else_won() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a, b = elector(api, "a", clock), elector(api, "b", clock)
     a.try_acquire_or_renew()
     clock.advance(20)
     real_replace = api.replace_lease
@@ -110,7 +97,7 @@ def test_conflict_means_someone_else_won() -> None:
 
 def test_only_one_leader_among_many_candidates() -> None:
     api, clock = FakeLeases(), FakeClock()
-    candidates = [_elector(api, clock, f"pod-{i}") for i in range(5)]
+    candidates = [elector(api, f"pod-{i}", clock) for i in range(5)]
     for _ in range(30):
         clock.advance(2)
         for c in candidates:
@@ -122,7 +109,7 @@ def test_may_write_only_while_a_write_ends_before_the_lease_could_pass_on() -> N
     """A write taking up to ``within`` seconds starts only if it ends before the Lease expires
     for the others (15 s after the renewal), and while the renewal is within the deadline."""
     api, clock = FakeLeases(), FakeClock()
-    a = _elector(api, clock, "a")
+    a = elector(api, "a", clock)
     assert not a.may_write(), "not leader yet"
     a.try_acquire_or_renew()
     clock.advance(4.9)
@@ -137,7 +124,7 @@ def test_may_write_only_while_a_write_ends_before_the_lease_could_pass_on() -> N
 
 def test_a_failed_round_says_why() -> None:
     api, clock = FakeLeases(), FakeClock()
-    a = _elector(api, clock, "a")
+    a = elector(api, "a", clock)
     api.fail.append(TimeoutError("read timed out"))
     assert not a.try_acquire_or_renew()
     assert a.last_error == "read timed out"
@@ -148,7 +135,7 @@ def test_release_is_one_call_and_never_undoes_a_newer_holder() -> None:
     """Release replaces the Lease as this instance last wrote it (one call, so it fits in the
     grace period); when someone changed it since, the replace conflicts and nothing is lost."""
     api, clock = FakeLeases(), FakeClock()
-    a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
+    a, b = elector(api, "a", clock), elector(api, "b", clock)
     a.try_acquire_or_renew()
     reads: list[str] = []
     real_get = api.get_lease

@@ -24,6 +24,7 @@ from tests.unit.labeler.labeler_support import (
     FakeCluster,
     FakeLeases,
     SilentServer,
+    elector,
     gfd_fleet,
     tiered_fleet,
 )
@@ -32,7 +33,7 @@ from slinky_topology import cli
 from slinky_topology.labeler import controller as controller_module
 from slinky_topology.labeler.controller import Controller, build_parser, main
 from slinky_topology.labeler.kube import KubeClusterAPI, load_clients
-from slinky_topology.labeler.leader import LeaderElector, format_time
+from slinky_topology.labeler.leader import format_time
 from slinky_topology.labeler.metrics import HealthServer
 from slinky_topology.sources import k8s_nodes
 
@@ -59,19 +60,6 @@ def _wait_for(check: Callable[[], bool], seconds: float, what: str) -> float:
             raise AssertionError(f"{what}: not within {seconds}s")
         time.sleep(0.02)
     return time.monotonic() - started
-
-
-def _elector(leases: FakeLeases, identity: str, clock: Callable[[], float]) -> LeaderElector:
-    return LeaderElector(
-        leases,
-        name="labeler",
-        namespace=NS,
-        identity=identity,
-        lease_duration=15,
-        renew_deadline=10,
-        retry_period=2,
-        clock=clock,
-    )
 
 
 class Running:
@@ -176,7 +164,7 @@ def test_no_write_after_the_lease_is_lost_even_between_retries(how: str) -> None
     """The API fails (503) so the pass retries; meanwhile the Lease goes to ``b`` (taken over
     and seen at the next election round, or expired without renewal). The retry is refused."""
     leases, clock = FakeLeases(), FakeClock()
-    a, b = _elector(leases, "a", clock), _elector(leases, "b", clock)
+    a, b = elector(leases, "a", clock), elector(leases, "b", clock)
     assert a.try_acquire_or_renew()
     api = FakeCluster(tiered_fleet())
     api.fail = [ApiError(503, "etcd leader changed")] * 5
@@ -233,7 +221,7 @@ def test_sigterm_ends_run_forever_mid_pass_and_releases_the_lease() -> None:
     ctl = Controller(
         _args("--lease-name=labeler", "--qps=20", "--burst=1", "--debounce-seconds=0"),
         api,
-        elector=_elector(leases, "a", time.time),
+        elector=elector(leases, "a", time.time),
     )
     previous = controller_module._stop_on_signals(ctl)
     try:
