@@ -294,11 +294,6 @@ def local_args(deployment: dict[str, Any], local: dict[str, str] | None = None) 
     return args
 
 
-def chart_args(deployment: dict[str, Any]) -> list[str]:
-    """The manager's arguments from the chart's Deployment, with listen addresses made local."""
-    return local_args(deployment)
-
-
 class Manager:
     """A running component process (operator manager, webhook, bridge component); its log lines
     (JSON for controller-runtime, klog text for the scheduler) are in ``log_path``."""
@@ -492,7 +487,7 @@ def run_for_release(
             manifest, flag="--controller-workers", what="operator manager"
         )
     kubeconfig = deployment_identity(cluster, manager_deployment, workdir)
-    args = chart_args(manager_deployment)
+    args = local_args(manager_deployment)
     with run_manager(
         kubeconfig, args, workdir / "manager.log", env=proxy_env(proxy) or None
     ) as running:
