@@ -39,6 +39,7 @@ import yaml
 
 from slinky_harness import controlplane
 from slinky_harness import operator as slinky_operator
+from slinky_harness.core import ports
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -205,7 +206,7 @@ def run_for_release(
         )
 
     scheduler_config = yaml.safe_load(_configmap_file(manifest, "scheduler-config.yaml"))
-    port = slinky_operator.free_port()
+    port = ports.allocate_one()
 
     def scheduler_local(folder: Path, kubeconfig: Path) -> dict[str, str]:
         # The chart's KubeSchedulerConfiguration; only the connection is local (in a pod it is the

@@ -30,10 +30,8 @@ import fcntl
 import hashlib
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness.core import ports
 from slinky_harness.core.processes import die_with_parent, reaping
 from slinky_harness.fleet import Fleet, load_fleet
 from slinky_harness.toolchain import ToolError, cache_root, go_build
@@ -261,35 +260,7 @@ class Ports:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
 
-def port_in_use(port: int) -> bool:
-    """Whether something on this machine already listens on ``port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
-            return True
-    return False
-
-
-PORT_RANGE = range(12000, 20000)
-"""Where free ports are chosen: below Linux's ephemeral range (32768-60999), so that no
-outgoing connection takes a chosen port before the component binds it."""
-
-
-def _free_ports(count: int, taken: set[int]) -> list[int]:
-    candidates = [port for port in PORT_RANGE if port not in taken]
-    random.shuffle(candidates)
-    ports: list[int] = []
-    for port in candidates:
-        if len(ports) == count:
-            break
-        if not port_in_use(port):
-            ports.append(port)
-            taken.add(port)
-    if len(ports) < count:
-        raise ControlPlaneError(f"no {count} free ports in {PORT_RANGE}")
-    return ports
+port_in_use = ports.in_use
 
 
 def choose_ports(kube_apiserver: int | None = None, **fixed: int) -> Ports:
@@ -312,7 +283,11 @@ def choose_ports(kube_apiserver: int | None = None, **fixed: int) -> Ports:
             "(another cluster or program is listening there)"
         )
     missing = [name for name in names if name not in wanted]
-    for name, port in zip(missing, _free_ports(len(missing), set(wanted.values())), strict=True):
+    try:
+        chosen = ports.allocate(len(missing), exclude=set(wanted.values()))
+    except ports.PortError as err:
+        raise ControlPlaneError(str(err)) from err
+    for name, port in zip(missing, chosen, strict=True):
         wanted[name] = port
     return Ports(**wanted)
 

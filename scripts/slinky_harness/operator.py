@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness import controlplane
+from slinky_harness.core import ports
 from slinky_harness.core.processes import die_with_parent
 from slinky_harness.slurm import HARNESS_KEYS, FileSource
 from slinky_harness.slurm_chroot import MOUNT_POINT
@@ -264,12 +265,6 @@ class ServiceProxy:
 # -- running the manager ----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def local_args(deployment: dict[str, Any], local: dict[str, str] | None = None) -> list[str]:
     """A Deployment's first container's arguments for a local process: every listen-address flag
     (``--health-addr``, ``--metrics-addr``, ``--health-probe-bind-address``,
@@ -288,7 +283,7 @@ def local_args(deployment: dict[str, Any], local: dict[str, str] | None = None) 
         if local and flag in local:
             args.append(f"{flag}={local[flag]}")
         elif flag in listen:
-            args.append(f"{flag}=127.0.0.1:{free_port()}")
+            args.append(f"{flag}=127.0.0.1:{ports.allocate_one()}")
         else:
             args.append(arg)
     return args
@@ -561,7 +556,7 @@ def run_webhook_for_release(
     release's webhook configurations at it (:func:`point_webhooks_at`)."""
     deployment = release_deployment(manifest, flag="--server-addr", what="webhook")
     kubeconfig = deployment_identity(cluster, deployment, workdir)
-    port = free_port()
+    port = ports.allocate_one()
     ca = serving_certificate(workdir / "k8s-webhook-server" / "serving-certs")
     args = local_args(deployment, {"--server-addr": f"127.0.0.1:{port}"})
     argv = [str(binary("webhook")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]

@@ -145,14 +145,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -162,6 +160,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from slinky_harness.core import ports
 from slinky_harness.slurm_chroot import (
     CHROOT_ENV,
     MOUNT_POINT,
@@ -243,11 +242,6 @@ ENDED_STATES = frozenset(
      "BOOT_FAIL", "DEADLINE"}
 )  # fmt: skip
 """Final ``JobState`` values (what :meth:`SlurmCtld.run_job` waits for)."""
-
-_PORT_RANGE = (20000, 29999)
-_ports_lock = threading.Lock()
-_ports_taken: set[int] = set()
-
 
 class SlurmCommandError(RuntimeError):
     """A command run in the chroot exited non-zero."""
@@ -378,16 +372,6 @@ def _read_files(files: ConfigFiles | None) -> dict[str, bytes]:
     return out
 
 
-def _port_free(port: int) -> bool:
-    for host in ("0.0.0.0", "127.0.0.1"):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                return False
-    return True
-
-
 def _answers(port: int) -> bool:
     """Whether something accepts TCP connections on 127.0.0.1:port."""
     try:
@@ -395,21 +379,6 @@ def _answers(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def _allocate_port() -> int:
-    with _ports_lock:
-        for _ in range(1000):
-            port = random.randint(*_PORT_RANGE)
-            if port not in _ports_taken and _port_free(port):
-                _ports_taken.add(port)
-                return port
-    raise RuntimeError("no free loopback port in 20000-29999")
-
-
-def _release_ports(*ports: int) -> None:
-    with _ports_lock:
-        _ports_taken.difference_update(ports)
 
 
 def emulated_nodes(
@@ -430,7 +399,7 @@ def emulated_nodes(
     ]
     for name in names:
         lines.append(
-            f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={_allocate_port()} "
+            f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports.allocate_one()} "
             f"CPUs={cpus} RealMemory={memory_mb} {extra}".rstrip()
         )
     return "\n".join(lines) + "\n"
@@ -729,7 +698,7 @@ class SlurmCtld:
         """
         if self._restd is not None:
             return self.restd_port
-        self.restd_port = _allocate_port()
+        self.restd_port = ports.allocate_one()
         argv = ["/usr/sbin/slurmrestd", "-u", "65534", "-g", "65534", "-a", "rest_auth/jwt",
                 f"127.0.0.1:{self.restd_port}"]  # fmt: skip
         with (self.workdir / "slurmrestd.log").open("wb") as err:
@@ -831,7 +800,7 @@ class SlurmCtld:
     def _start(self, files: Mapping[str, bytes]) -> None:
         last: SlurmctldStartError | None = None
         for _attempt in range(3):
-            self.port, self.slurmd_port = _allocate_port(), _allocate_port()
+            self.port, self.slurmd_port = ports.allocate_one(), ports.allocate_one()
             self._prepare(files)
             daemon = "slurmctld-wlm-emulator" if self.emulator else "slurmctld-wlm"
             if not (self.root / "usr/sbin" / daemon).exists():
@@ -853,7 +822,7 @@ class SlurmCtld:
                 return
             except SlurmctldStartError as exc:
                 self.stop()
-                _release_ports(self.port, self.slurmd_port)
+                ports.release(self.port, self.slurmd_port)
                 if "Address already in use" not in exc.log:
                     raise
                 last = exc
@@ -893,7 +862,7 @@ class SlurmCtld:
         self.stop_slurmd()
         if self._restd is not None:
             _stop_group(self._restd, grace=5.0)
-            _release_ports(self.restd_port)
+            ports.release(self.restd_port)
             self._restd = None
         proc = self._proc
         if proc is None:
@@ -979,7 +948,7 @@ def slurmctld(
         yield ctld
     finally:
         ctld.stop()
-        _release_ports(ctld.port, ctld.slurmd_port)
+        ports.release(ctld.port, ctld.slurmd_port)
         if own and not keep:
             shutil.rmtree(wd, ignore_errors=True)
 

@@ -67,15 +67,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from slinky_harness.core import ports
 from slinky_harness.core.progress import heartbeat
 from slinky_harness.slurm import (
     SlurmChrootError,
     SlurmCommandError,
     SlurmctldStartError,
-    _allocate_port,
     _answers,
     _last_problem,
-    _release_ports,
     _stop_group,
 )
 from slinky_harness.slurm_chroot import (
@@ -488,7 +487,7 @@ class MariaDB:
         started = time.monotonic()
         self._install()
         for _attempt in range(3):
-            self.port = _allocate_port()
+            self.port = ports.allocate_one()
             argv = ["/usr/sbin/mariadbd", "--no-defaults", "--user=root",
                     f"--datadir={MOUNT_POINT}/data", f"--socket={DB_SOCKET}",
                     f"--port={self.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
@@ -508,7 +507,7 @@ class MariaDB:
                 self.start_seconds = time.monotonic() - started
                 return
             self.stop()
-            _release_ports(self.port)
+            ports.release(self.port)
             if "Address already in use" not in self.log():
                 raise MariaDBStartError(
                     f"mariadbd did not start: {_last_problem(self.log())}", self.log()
@@ -545,7 +544,7 @@ def mariadb(
         yield db
     finally:
         db.stop()
-        _release_ports(db.port)
+        ports.release(db.port)
         if own and not keep:
             shutil.rmtree(wd, ignore_errors=True)
 
@@ -618,7 +617,7 @@ class Slurmdbd:
     def _start(self, given_conf: str) -> None:
         started = time.monotonic()
         for _attempt in range(3):
-            self.port = _allocate_port()
+            self.port = ports.allocate_one()
             self.conf = localize_slurmdbd_conf(
                 given_conf, dbd_port=self.port, storage_host=self.database.host,
                 storage_port=self.database.port,
@@ -640,7 +639,7 @@ class Slurmdbd:
                 return
             rc = self._proc.poll()
             self.stop()
-            _release_ports(self.port)
+            ports.release(self.port)
             if "Address already in use" not in self.log():
                 what = f"exited with {rc}" if rc is not None else "did not answer"
                 raise SlurmdbdStartError(
@@ -693,7 +692,7 @@ def slurmdbd(
         yield dbd
     finally:
         dbd.stop()
-        _release_ports(dbd.port)
+        ports.release(dbd.port)
         if own and not keep:
             shutil.rmtree(wd, ignore_errors=True)
 

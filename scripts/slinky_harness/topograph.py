@@ -45,7 +45,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -59,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness import toolchain
+from slinky_harness.core import ports
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -308,13 +308,6 @@ class TopographRun:
     output: str
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _http(
     method: str, url: str, body: bytes | None = None, timeout: float = 60
 ) -> tuple[int, bytes]:
@@ -366,7 +359,7 @@ def run_generation(
     timeout: float = 600,
 ) -> TopographRun:
     """Start topograph, generate ``repeat`` times from ``model``, stop it; raises TopographError."""
-    port = _free_port()
+    port = ports.allocate_one()
     config = workdir / "topograph-config.yaml"
     config.write_text(
         yaml.safe_dump({"http": {"port": port, "ssl": False}, "requestAggregationDelay": "1ms"})

@@ -42,6 +42,7 @@ from tests.cluster import charts_support
 
 from slinky_harness import labeler_bench as lb
 from slinky_harness.controlplane import Cluster
+from slinky_harness.core import ports
 from slinky_harness.core.processes import die_with_parent
 from slinky_harness.fleet import load_fleet
 
@@ -176,12 +177,6 @@ class StallProxy:
             self._close(sock)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Replica:
     """A long-running labeler process (one replica of the Deployment)."""
@@ -312,7 +307,7 @@ class LabelerLab:
     def start_replica(self, identity: str, *extra: str, via: int | None = None) -> Replica:
         """A long-running replica with its own token, identity and metrics port; ``extra``
         arguments last; ``via``: the port of a :class:`StallProxy` to reach the API through."""
-        port = free_port()
+        port = ports.allocate_one()
         log = self.workdir / f"{identity}.log"
         kubeconfig, credential = self.kubeconfig(identity, port=via)
         argv = lb.labeler_argv(
