@@ -19,6 +19,11 @@ ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 PYTEST = ("pytest", "--strict-config", "--strict-markers", "-ra")
 
+# pytest-xdist workers per tier (``-n``). The slurm and cluster tiers mostly wait on daemons, jobs and
+# reconciles, so they run more workers than the machine has cores; the CPU-bound tiers run one per
+# core. SLINKY_WORKERS=N overrides every tier (1 runs in one process); ``-- -n N`` one session.
+WORKERS = {"lint": 2, "render": 2, "props": 2, "unit": 1, "slurm": 6, "cluster": 3}
+
 
 def _install(session: nox.Session, *groups: str) -> None:
     """Install the package (editable) and the named dependency groups."""
@@ -47,7 +52,9 @@ def _prebuild(session: nox.Session) -> None:
 
 
 def _pytest(session: nox.Session, folder: str, *extra: str) -> None:
-    session.run(*PYTEST, folder, *extra, *session.posargs)
+    workers = int(os.environ.get("SLINKY_WORKERS", WORKERS.get(session.name, 1)))
+    parallel = ("-n", str(workers)) if workers > 1 else ()
+    session.run(*PYTEST, *parallel, folder, *extra, *session.posargs)
 
 
 @nox.session
@@ -104,7 +111,9 @@ def cluster(session: nox.Session) -> None:
     session.run("python", "-m", "slinky_harness.image", "prepare")
     # One run: the real Slinky operator and slurm-bridge are built with the control plane from
     # tools/go.mod (SlinkyProject modules pinned in tools/go.sum), so nothing here is optional.
-    _pytest(session, "tests/cluster")
+    # --dist loadfile: a file's tests share module fixtures (one control plane, operator or bridge
+    # per file) and some follow on from each other, so each file runs whole in one worker.
+    _pytest(session, "tests/cluster", "--dist", "loadfile")
 
 
 @nox.session

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
+from tests import worker_summary
 
 from slinky_harness.core.processes import install_sigterm_as_interrupt
 
@@ -28,3 +31,12 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    worker_summary.ship(session)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent when xdist is not loaded
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    worker_summary.merge(node)

@@ -468,10 +468,13 @@ class MariaDB:
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir(parents=True)
         (self.workdir / "run").mkdir(exist_ok=True)
+        # Its own temporary folder: in a PID namespace every server has the same pids, and so the
+        # same temporary file names in a shared /tmp (parallel test workers collided there).
+        (self.workdir / "tmp").mkdir(exist_ok=True)
         self.workdir.chmod(0o755)
         argv = ["mariadb-install-db", "--no-defaults", "--user=root",
                 f"--datadir={MOUNT_POINT}/data", "--auth-root-authentication-method=socket",
-                "--skip-test-db", *_MARIADB_ARGS]  # fmt: skip
+                f"--tmpdir={MOUNT_POINT}/tmp", "--skip-test-db", *_MARIADB_ARGS]  # fmt: skip
         # own PID namespace: the bootstrap mariadbd it starts dies with it, even on SIGKILL
         cmd = chroot_argv(self.root, argv, binds={MOUNT_POINT: self.workdir},
                           hostname=DB_HOSTNAME, proc=True, pid_ns=True)  # fmt: skip
@@ -490,6 +493,7 @@ class MariaDB:
             self.port = ports.allocate_one()
             argv = ["/usr/sbin/mariadbd", "--no-defaults", "--user=root",
                     f"--datadir={MOUNT_POINT}/data", f"--socket={DB_SOCKET}",
+                    f"--tmpdir={MOUNT_POINT}/tmp",
                     f"--port={self.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
                     f"--pid-file={MOUNT_POINT}/mariadbd.pid",
                     f"--log-error={MOUNT_POINT}/mariadbd.log", *_MARIADB_ARGS]  # fmt: skip

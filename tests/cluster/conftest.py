@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes import client
 from tests.cluster.charts_support import Helm
+from tests.worker_summary import records
 
 from slinky_harness.controlplane import Cluster, wait_until
 from slinky_harness.fleet import Fleet, load_fleet
@@ -63,7 +64,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, fleet: Fleet) -> Iterator[
         yield running
 
 
-_SUMMARY: list[str] = []
+_SUMMARY: list[str] = records("cluster.summary")  # merged across xdist workers
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

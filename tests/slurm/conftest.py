@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from tests.slurm import scheduling_support as sched
+from tests.worker_summary import records
 
 from slinky_harness.slurm import chroot_info, ensure_chroot, slurmctld
 from slinky_harness.slurm_chroot import CHROOT_ENV, SLURM_SERIES, SUITE, cache_root
@@ -44,10 +45,11 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "slurm"
 
 COLD_BUILD_TIMEOUT_S = 1800
-_timings: dict[str, float] = {}
-_starts: list[float] = []
-_daemon_starts: dict[str, list[float]] = {}
-_chroot_state: list[str] = []
+# What the summary reports; filled in every xdist worker, merged in the controller.
+_chroot_times: list[float] = records("slurm.chroot_seconds")
+_starts: list[float] = records("slurm.ctld_starts")
+_daemon_starts: list[tuple[str, float]] = records("slurm.daemon_starts")
+_chroot_state: list[str] = records("slurm.chroot_state")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -93,7 +95,7 @@ def slurm_root() -> Path:
     warm = _chroot_is_warm()
     started = time.monotonic()
     root = ensure_chroot()
-    _timings["chroot"] = time.monotonic() - started
+    _chroot_times.append(time.monotonic() - started)
     info = chroot_info(root)
     _chroot_state.append(
         f"{'reused' if warm else 'built'} {root} (slurm {info.slurm_version}, "
@@ -130,7 +132,7 @@ def slurm_db(slurm_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     if not chroot_info(slurm_root).accounting:
         pytest.fail("the Slurm chroot has no slurmdbd/MariaDB (recipe < 3)")
     with mariadb(root=slurm_root, workdir=tmp_path_factory.mktemp("mariadb")) as db:
-        _daemon_starts.setdefault("mariadb", []).append(db.start_seconds)
+        _daemon_starts.append(("mariadb", db.start_seconds))
         yield db
 
 
@@ -152,7 +154,7 @@ def sched_cluster(
         workdir = tmp_path / f"cluster{next(counter)}"
         with sched.cluster(values, root=slurm_root, workdir=workdir, database=db, nodes=nodes) as c:
             for name, seconds in c.timings.items():
-                _daemon_starts.setdefault(name, []).append(seconds)
+                _daemon_starts.append((name, seconds))
             yield c
 
     return factory
@@ -163,13 +165,19 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     tr = terminalreporter
     tr.section("real Slurm")
-    tr.write_line(f"chroot: {_chroot_state[0]}; this session: {_timings['chroot']:.2f} s")
+    tr.write_line(
+        f"chroot: {_chroot_state[0]}; set-up per worker: {max(_chroot_times):.2f} s at most "
+        f"({len(_chroot_times)} worker(s))"
+    )
     if _starts:
         tr.write_line(
             f"slurmctld starts: {len(_starts)}, mean {sum(_starts) / len(_starts):.2f} s, "
             f"max {max(_starts):.2f} s"
         )
-    for name, times in _daemon_starts.items():
+    by_daemon: dict[str, list[float]] = {}
+    for name, seconds in _daemon_starts:
+        by_daemon.setdefault(name, []).append(seconds)
+    for name, times in by_daemon.items():
         tr.write_line(
             f"{name} starts (accounting and scheduling tests): {len(times)}, "
             f"mean {sum(times) / len(times):.2f} s, "

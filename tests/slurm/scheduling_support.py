@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests import worker_summary
+
 from slinky_harness import helm
 from slinky_harness.slurm import emulated_nodes, parse_records, slurmctld
 from slinky_harness.slurmdbd import release_accounting
@@ -49,8 +51,9 @@ GPU_FILES = ("/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"
 ``File`` (only their device numbers matter; no cgroup constrains them here)."""
 
 
-PROOFS: list[str] = []
-"""Measured outcomes the tests record (:func:`proof`); the tier's summary prints them."""
+PROOFS: list[str] = worker_summary.records("slurm.proofs")
+"""Measured outcomes the tests record (:func:`proof`); the tier's summary prints them (merged
+across xdist workers)."""
 
 
 def proof(what: str, outcome: str) -> None:
