@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slinky_topology import pipeline, validate
+from slinky_topology import pipeline
+from slinky_topology.validate import size as validate_size
 from slinky_topology.cli import main, write_atomic
 from slinky_topology.sources import k8s_nodes
 
@@ -175,13 +176,13 @@ def test_oversize_static_falls_back_to_skeleton(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(pipeline, "CONFIGMAP_LIMIT", 450)
-    monkeypatch.setattr(validate, "CONFIGMAP_LIMIT", 450)
+    monkeypatch.setattr(validate_size, "CONFIGMAP_LIMIT", 450)
     assert main(["generate", "--fabric", "default"]) == 0
     out, err = capsys.readouterr()
     assert "nodes:" not in out
     assert "warning: topology.yaml: static output is" in err
     monkeypatch.setattr(pipeline, "CONFIGMAP_LIMIT", 100)
-    monkeypatch.setattr(validate, "CONFIGMAP_LIMIT", 100)
+    monkeypatch.setattr(validate_size, "CONFIGMAP_LIMIT", 100)
     assert main(["generate", "--fabric", "default"]) == 1
     assert "over the 100-byte ConfigMap limit" in capsys.readouterr().err
 
