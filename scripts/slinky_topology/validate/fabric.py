@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from slinky_topology.model import Fabric, natural_key
+from slinky_topology.model import Fabric, TopologyRequest, natural_key
 from slinky_topology.validate.block import check_block_sizes
 from slinky_topology.validate.findings import Findings
 from slinky_topology.validate.names import check_name, name_ok
@@ -166,25 +166,31 @@ def _check_requests(out: Findings, fabric: Fabric) -> None:
         )
     has_domains = bool(fabric.domains) or any(n.domain for n in fabric.nodes)
     for r in reqs:
-        subject = f"topology {r.name}"
-        if r.block_sizes is not None:
-            check_block_sizes(out, r.block_sizes, subject)
-            if not r.block_sizes:
-                out.error(subject, "blockSizes is empty", "use auto or a list")
-        if r.max_tiers is not None and r.max_tiers < 1:
-            out.error(subject, "maxTiers must be at least 1", "set maxTiers >= 1")
-        if r.kind == "tree" and not fabric.switches:
-            out.error(
-                subject,
-                "is a tree but the fabric has no switches",
-                "describe switches or use a block/flat topology",
-            )
-        if r.kind == "block" and not has_domains:
-            out.error(
-                subject,
-                "is a block topology but no NVLink domain is known",
-                "give nodes an nvlinkDomain or use a tree/flat topology",
-            )
+        _check_request(out, r, has_switches=bool(fabric.switches), has_domains=has_domains)
+
+
+def _check_request(
+    out: Findings, r: TopologyRequest, *, has_switches: bool, has_domains: bool
+) -> None:
+    subject = f"topology {r.name}"
+    if r.block_sizes is not None:
+        check_block_sizes(out, r.block_sizes, subject)
+        if not r.block_sizes:
+            out.error(subject, "blockSizes is empty", "use auto or a list")
+    if r.max_tiers is not None and r.max_tiers < 1:
+        out.error(subject, "maxTiers must be at least 1", "set maxTiers >= 1")
+    if r.kind == "tree" and not has_switches:
+        out.error(
+            subject,
+            "is a tree but the fabric has no switches",
+            "describe switches or use a block/flat topology",
+        )
+    if r.kind == "block" and not has_domains:
+        out.error(
+            subject,
+            "is a block topology but no NVLink domain is known",
+            "give nodes an nvlinkDomain or use a tree/flat topology",
+        )
 
 
 def _check_coverage(out: Findings, fabric: Fabric) -> None:
