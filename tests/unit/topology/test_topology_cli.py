@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from slinky_topology import pipeline
-from slinky_topology.validate import size as validate_size
 from slinky_topology.cli import main, write_atomic
 from slinky_topology.sources import k8s_nodes
+from slinky_topology.validate import size as validate_size
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
 NODES = str(DATA / "nodes" / "gfd-nodes.json")

@@ -204,7 +204,7 @@ def test_presets(
 
 def test_auto_detection_errors() -> None:
     with pytest.raises(InputError, match="no known topology labels"):
-        k8s_nodes.fabric_from_nodes([_node("a", foo="bar")])
+        k8s_nodes.fabric_from_nodes([_node("a", foo="bar")], allow_empty=False)
     mixed = [
         _node("a", **{"fabric.topograph.run/tier-0": "l"}),
         _node("b", **{"topology.nebius.com/tier-1": "r"}),
@@ -272,8 +272,8 @@ def test_slurm_name_key_selector_and_document_shapes() -> None:
         doc, slurm_name_key="slurm/name", node_selector={"pool": "gpu"}
     )
     assert [(n.name, n.kube_name) for n in fabric.nodes] == [("s1", "k1")]
-    with pytest.raises(InputError, match="has no label or annotation"):
-        k8s_nodes.fabric_from_nodes(doc, slurm_name_key="other")
+    with pytest.raises(InputError, match="none of the 2 Nodes has the label or annotation other"):
+        k8s_nodes.fabric_from_nodes(doc, slurm_name_key="other", allow_empty=False)
     with pytest.raises(InputError, match="NodeList"):
         k8s_nodes.node_items({"kind": "Pod"})
     with pytest.raises(InputError, match=r"no metadata\.name"):
