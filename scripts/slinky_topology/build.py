@@ -11,8 +11,11 @@ Pure functions. :func:`plan` validates the fabric, then lays out every requested
   subtrees unless it covers them whole. Gaps become placeholder blocks (``pad0003``); a domain
   with no nodes keeps its block as a placeholder, so node churn never moves another domain.
   Inferred ``BlockSizes`` go from the base (largest domain) up to the largest subtree under one
-  root switch.
-* **flat**: no units.
+  root switch. With explicit sizes, a domain holding more node slots than the base is split into
+  blocks ``<domain>-1..k`` (node order) sharing one aligned window, or refused
+  (``TopologyRequest.oversized``).
+* **flat**: no units. A partition-scoped tree or block with no placed node is written flat too,
+  with a warning (topology.conf keeps the tree or block: :attr:`PlannedTopology.layout`).
 
 Each planned topology also records the unit of every member node, the source of the
 ``topology.slinky.slurm.net/spec`` annotations.
@@ -66,10 +69,15 @@ _PIECES_KEY = "\x01"  # marks the base blocks of one split domain in the layout 
 
 @dataclass(frozen=True, slots=True)
 class PlannedTopology:
-    """A static topology plus ``units``: Slurm node name -> unit (block name or root:..:leaf)."""
+    """A static topology plus ``units``: Slurm node name -> unit (block name or root:..:leaf).
+
+    ``layout``: for a partition-scoped topology written flat because no node is placed in it,
+    the tree or block it replaces; topology.conf, which has no partitions, writes that one.
+    """
 
     topology: Topology
     units: dict[str, str]
+    layout: Topology | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +97,8 @@ class Plan:
         for planned in self.topologies:
             if planned.topology.kind == kind:
                 return planned
+            if planned.layout is not None and planned.layout.kind == kind:
+                return PlannedTopology(planned.layout, planned.units)
         out = Findings()
         out.error(
             f"fabric {self.fabric.name}",
@@ -192,7 +202,8 @@ def plan(fabric: Fabric) -> Plan:
 
     A partition-scoped tree or block topology in which no node is placed (every node of the
     partitions absent, or without a leaf switch / NVLink domain) is written as Slurm's flat
-    topology, with a warning naming it, so that the other topologies are still published.
+    topology, with a warning naming it, so that the other topologies are still published
+    (topology.conf, which has no partitions, keeps the tree or block: see ``layout``).
     """
     findings = validate_fabric(fabric)
     raise_on_errors(findings, what=f"fabric {fabric.name}")
@@ -210,7 +221,7 @@ def plan(fabric: Fabric) -> Plan:
             done = _flat(req)
         if req.partitions and req.kind != "flat" and not done.units:
             _warn_degraded(notes, req)
-            done = _flat(req)
+            done = dataclasses.replace(_flat(req), layout=done.topology)
         planned.append(done)
     return Plan(fabric, tuple(planned), tuple(notes.items))
 

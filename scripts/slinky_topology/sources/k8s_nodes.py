@@ -395,7 +395,7 @@ def _skipped_warning(skipped: list[str], key: str, location: str | None) -> Find
     sample = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
     out.add(
         "warning",
-        f"{len(skipped)} Kubernetes Nodes",
+        f"{len(skipped)} Kubernetes Node{'' if len(skipped) == 1 else 's'}",
         f"skipped: no label or annotation {key} (the Slurm node name; no slurmd on them?): "
         f"{sample}",
         "run slurmd there, or select only Slurm nodes (--node-selector)",
