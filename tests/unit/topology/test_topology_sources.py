@@ -422,7 +422,7 @@ def test_block_options_reach_the_nvlink_topology() -> None:
 def test_nodes_without_a_slurm_name_are_skipped_and_counted() -> None:
     """A Node without the Slurm-name label/annotation (no slurmd there) is left out, counted in
     Fabric.skipped and named in a warning that reaches the plan; values are trimmed."""
-    nodes = [
+    nodes: list[dict[str, Any]] = [
         {"metadata": {"name": f"k{i}", "labels": {TOPOGRAPH_DOMAIN: " nvl1 "}}} for i in range(8)
     ]
     for i, item in enumerate(nodes[:2]):
