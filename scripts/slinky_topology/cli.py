@@ -40,7 +40,7 @@ from slinky_topology.pipeline import (
 from slinky_topology.sources import fabric_file, ibnetdiscover, k8s_nodes
 from slinky_topology.sources.files import read_structured, read_text
 from slinky_topology.validate import (
-    block_sizes_findings,
+    parse_block_sizes,
     size_findings,
     validate_doc,
     validate_specs,
@@ -262,13 +262,9 @@ def _check_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
 
 def _block_sizes(text: str, parser: argparse.ArgumentParser) -> tuple[int, ...]:
     try:
-        sizes = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        parser.error(f"--block-sizes {text!r} is not a comma-separated list of integers")
-    problems = block_sizes_findings(sizes, "--block-sizes")
-    if problems:
-        parser.error(problems[0].message)
-    return sizes
+        return parse_block_sizes(text)
+    except InputError as exc:
+        parser.error(exc.message)
 
 
 def _block_options(

@@ -25,7 +25,11 @@ The public functions return lists of findings; :func:`raise_on_errors` turns err
 
 from __future__ import annotations
 
-from slinky_topology.validate.block import MAX_BLOCK_LEVEL, block_sizes_findings
+from slinky_topology.validate.block import (
+    MAX_BLOCK_LEVEL,
+    block_sizes_findings,
+    parse_block_sizes,
+)
 from slinky_topology.validate.doc import validate_doc
 from slinky_topology.validate.fabric import validate_fabric
 from slinky_topology.validate.findings import Findings, raise_on_errors
@@ -43,6 +47,7 @@ __all__ = [
     "MAX_TREE_DEPTH",
     "Findings",
     "block_sizes_findings",
+    "parse_block_sizes",
     "parse_spec",
     "raise_on_errors",
     "size_findings",

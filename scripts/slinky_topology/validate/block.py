@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from slinky_topology.errors import InputError
 from slinky_topology.model import natural_key
 from slinky_topology.validate.findings import Findings
 from slinky_topology.validate.names import check_name
@@ -12,7 +13,13 @@ if TYPE_CHECKING:
     from slinky_topology.errors import Finding
     from slinky_topology.model import BlockSpec
 
-__all__ = ["MAX_BLOCK_LEVEL", "block_sizes_findings", "check_block_sizes", "check_block_spec"]
+__all__ = [
+    "MAX_BLOCK_LEVEL",
+    "block_sizes_findings",
+    "check_block_sizes",
+    "check_block_spec",
+    "parse_block_sizes",
+]
 
 MAX_BLOCK_LEVEL = 15
 """Largest ``log2(size / base)`` Slurm accepts (MAX_BLOCK_LEVELS 16)."""
@@ -61,6 +68,24 @@ def block_sizes_findings(
     out = Findings(where)
     check_block_sizes(out, sizes, subject)
     return out.items
+
+
+def parse_block_sizes(text: str, what: str = "--block-sizes") -> tuple[int, ...]:
+    """``"18,36,72"`` as checked BlockSizes; :class:`InputError` naming ``what`` otherwise.
+
+    For command lines and chart values (the labeler's ``--block-sizes``); a fabric file gives a
+    list that its schema checks.
+    """
+    try:
+        sizes = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(
+            f"{what} {text!r} is not a comma-separated list of integers (e.g. 18,36,72)"
+        ) from None
+    problems = block_sizes_findings(sizes, what)
+    if problems:
+        raise InputError(f"{what}: {problems[0].message} (e.g. 18,36,72)")
+    return sizes
 
 
 def check_block_spec(out: Findings, topo: str, spec: BlockSpec) -> None:
