@@ -361,8 +361,8 @@ def _layout(group: _Group) -> list[str | None]:
 
 @dataclass(slots=True)
 class _Unit:
-    """One base block to be: its node slots, every node it holds (absent ones too, in natural
-    order) and the in-scope ones that the block lists."""
+    """One base block to be: its node slots, every node it holds (absent ones too) and the
+    in-scope ones that the block lists."""
 
     slots: int
     nodes: list[str]
@@ -421,9 +421,8 @@ class _BlockLayout:
             group = group.children.setdefault(key, _Group())
         for s, nodes in parts.items():
             unit = _unit_name(d, s)
-            names = hostlist.sort_hosts(n.name for n in nodes)
             scoped = [n.name for n in nodes if _in_scope(n, self.req)]
-            self.units[unit] = _Unit(slots[s], list(names), scoped)
+            self.units[unit] = _Unit(slots[s], [n.name for n in nodes], scoped)
             group.units.append(unit)
 
     def check_names(self) -> None:
@@ -478,12 +477,13 @@ class _BlockLayout:
             group.children[_PIECES_KEY + unit] = pieces
             count = -(-whole.slots // base)
             scoped = set(whole.scoped)
+            nodes = hostlist.sort_hosts(whole.nodes)
             for i in range(count):
                 name = f"{unit}-{i + 1}"
                 if name in taken:
                     raise_on_errors(_clash(self.req, unit, name), what=f"topology {self.req.name}")
                 taken.add(name)
-                chunk = whole.nodes[i * base : (i + 1) * base]
+                chunk = list(nodes[i * base : (i + 1) * base])
                 self.units[name] = _Unit(base, chunk, [n for n in chunk if n in scoped])
                 pieces.units.append(name)
             return True

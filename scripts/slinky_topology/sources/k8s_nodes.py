@@ -302,8 +302,8 @@ def _value(*maps: Mapping[str, str], key: str) -> str | None:
     """The first non-blank value of ``key`` in ``maps``, trimmed (``None`` when absent)."""
     for m in maps:
         value = m.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
+        if value and (value := value.strip()):
+            return value
     return None
 
 
@@ -332,19 +332,19 @@ _Row = tuple[str, str, tuple[str, ...], str | None, str | None]
 def _row(item: Mapping[str, Any], slurm: str, chosen: LabelPreset) -> _Row:
     """(Slurm name, Kubernetes name, tier values closest first, domain, sub-domain)."""
     labels = _labels(item)
-    chain = tuple(v for k in chosen.tiers if (v := _value(labels, key=k)) is not None)
+    chain = tuple(t for v in map(labels.get, chosen.tiers) if v and (t := v.strip()))
     domain: str | None = None
     sub: str | None = None
     for key in chosen.domains:
-        value = _value(labels, key=key)
-        if value is not None:
+        value = labels.get(key)
+        if value and (value := value.strip()):
             if key in chosen.clique_keys and "." in value:
                 domain, _, sub = value.rpartition(".")
             else:
                 domain = value
             break
-    if domain is not None and sub is None:
-        sub = next((v for k in chosen.subdomains if (v := _value(labels, key=k))), None)
+    if domain is not None and sub is None and chosen.subdomains:
+        sub = next((t for v in map(labels.get, chosen.subdomains) if v and (t := v.strip())), None)
         if sub is not None:
             sub = sub.removeprefix(domain + ".") or None
     return slurm, item["metadata"]["name"], chain, domain, sub
