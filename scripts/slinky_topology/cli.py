@@ -100,7 +100,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     lab.add_argument(
         "--label-map",
         metavar="MAP",
-        help="custom labels: accelerator=KEY,leaf=KEY,spine=KEY,core=KEY",
+        help="custom labels: accelerator=KEY,subdomain=KEY,leaf=KEY,spine=KEY,core=KEY",
     )
     lab.add_argument(
         "--slurm-name-key",

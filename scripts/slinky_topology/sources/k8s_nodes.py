@@ -251,6 +251,10 @@ def _count_bound(items: Sequence[Any], location: str | None) -> None:
         )
 
 
+class _Empty(InputError):
+    """The input places no node at all (an error unless ``allow_empty``)."""
+
+
 def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
     """Pick the preset whose label keys appear on the nodes (``auto``)."""
     present: set[str] = set()
@@ -270,7 +274,7 @@ def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
     if GFD_CLIQUE in present:
         return PRESETS["gfd"]
     known = ", ".join(sorted(PRESETS))
-    raise InputError(
+    raise _Empty(
         f"no known topology labels on the nodes (presets: {known}); give --preset or --label-map"
     )
 
@@ -350,10 +354,6 @@ def _row(item: Mapping[str, Any], slurm: str, chosen: LabelPreset) -> _Row:
     return slurm, item["metadata"]["name"], chain, domain, sub
 
 
-class _Empty(InputError):
-    """The input places no node at all (an error unless ``allow_empty``)."""
-
-
 def _choose(
     named: list[tuple[Mapping[str, Any], str]],
     preset: str,
@@ -363,10 +363,8 @@ def _choose(
     try:
         return resolve_preset([item for item, _ in named], preset, label_map)
     except InputError as exc:
-        if preset == "auto" and label_map is None and exc.message.startswith("no known"):
-            raise _Empty(exc.message, location=location) from None
         if exc.location is None and label_map is None:
-            raise InputError(exc.message, location=location) from None
+            raise type(exc)(exc.message, location=location) from None
         raise
 
 
