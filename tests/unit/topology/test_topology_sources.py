@@ -492,3 +492,28 @@ def test_label_map_subdomain_role() -> None:
         [_node("a", nvl="d1", tray="t1")], label_map="accelerator=nvl,subdomain=tray"
     )
     assert (fabric.nodes[0].domain, fabric.nodes[0].subdomain) == ("d1", "t1")
+
+
+def test_fabric_file_oversized_domains_key(tmp_path: Path) -> None:
+    """``oversizedDomains`` of a fabric topology reaches the request (default split)."""
+    data = yaml.safe_load(_FABRIC_WITH_REQUESTS)
+    path = tmp_path / "fabric.yaml"
+    path.write_text(yaml.safe_dump(data))
+    requests = {r.name: r for r in fabric_file.load_fabric(str(path)).topologies}
+    assert requests["split"].oversized == "split"
+    assert requests["strict"].oversized == "error"
+    assert not any(r.cluster_default for r in requests.values())
+    with pytest.raises(ValidationError, match="domain r1: needs 4 node slots"):
+        plan(fabric_file.load_fabric(str(path)))
+
+
+_FABRIC_WITH_REQUESTS = """\
+apiVersion: fabric.example.org/v1alpha1
+kind: Fabric
+spec:
+  nodes:
+    - {name: "n[1-4]", nvlinkDomain: r1}
+  topologies:
+    - {name: split, type: block, blockSizes: [2, 4]}
+    - {name: strict, type: block, blockSizes: [2, 4], oversizedDomains: error}
+"""
