@@ -11,8 +11,11 @@ Pure functions. :func:`plan` validates the fabric, then lays out every requested
   subtrees unless it covers them whole. Gaps become placeholder blocks (``pad0003``); a domain
   with no nodes keeps its block as a placeholder, so node churn never moves another domain.
   Inferred ``BlockSizes`` go from the base (largest domain) up to the largest subtree under one
-  root switch.
-* **flat**: no units.
+  root switch. With explicit sizes, a domain holding more node slots than the base is split into
+  blocks ``<domain>-1..k`` (node order) sharing one aligned window, or refused
+  (``TopologyRequest.oversized``).
+* **flat**: no units. A partition-scoped tree or block with no placed node is written flat too,
+  with a warning (topology.conf keeps the tree or block: :attr:`PlannedTopology.layout`).
 
 Each planned topology also records the unit of every member node, the source of the
 ``topology.slinky.slurm.net/spec`` annotations.
@@ -20,6 +23,7 @@ Each planned topology also records the unit of every member node, the source of 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
@@ -28,6 +32,7 @@ from slinky_topology import hostlist
 from slinky_topology.errors import Finding, ValidationError
 from slinky_topology.model import (
     Block,
+    BlockOptions,
     BlockSpec,
     Fabric,
     FlatSpec,
@@ -41,21 +46,38 @@ from slinky_topology.model import (
     is_safe_name,
     natural_key,
 )
-from slinky_topology.validate import validate_fabric
+from slinky_topology.validate import (
+    MAX_BLOCK_LEVEL,
+    Findings,
+    raise_on_errors,
+    validate_fabric,
+)
 
-__all__ = ["ConfKind", "Plan", "PlannedTopology", "default_requests", "plan"]
+__all__ = [
+    "ConfKind",
+    "Plan",
+    "PlannedTopology",
+    "default_requests",
+    "plan",
+    "with_block_options",
+]
 
 ConfKind = Literal["tree", "block"]
-MAX_BLOCK_LEVEL = 15
 _DOMAIN_KEY = "\x00"  # marks a domain group (sub-domain blocks) in the layout trie
+_PIECES_KEY = "\x01"  # marks the base blocks of one split domain in the layout trie
 
 
 @dataclass(frozen=True, slots=True)
 class PlannedTopology:
-    """A static topology plus ``units``: Slurm node name -> unit (block name or root:..:leaf)."""
+    """A static topology plus ``units``: Slurm node name -> unit (block name or root:..:leaf).
+
+    ``layout``: for a partition-scoped topology written flat because no node is placed in it,
+    the tree or block it replaces; topology.conf, which has no partitions, writes that one.
+    """
 
     topology: Topology
     units: dict[str, str]
+    layout: Topology | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,16 +97,15 @@ class Plan:
         for planned in self.topologies:
             if planned.topology.kind == kind:
                 return planned
-        raise ValidationError(
-            [
-                Finding(
-                    "error",
-                    f"fabric {self.fabric.name}",
-                    f"no {kind} topology to write as topology.conf",
-                    fix=f"add a topology of type {kind} to spec.topologies, or pick another format",
-                )
-            ]
+            if planned.layout is not None and planned.layout.kind == kind:
+                return PlannedTopology(planned.layout, planned.units)
+        out = Findings()
+        out.error(
+            f"fabric {self.fabric.name}",
+            f"no {kind} topology to write as topology.conf",
+            f"add a topology of type {kind} to spec.topologies, or pick another format",
         )
+        raise ValidationError(out.items)
 
     def conf_doc(self, kind: ConfKind, shape: Shape = "static") -> TopologyDoc:
         """The topology.conf content: one topology named ``default``."""
@@ -129,38 +150,95 @@ def _shaped(topo: Topology, shape: Shape) -> Topology:
     return Topology(topo.name, topo.cluster_default, spec)
 
 
-def default_requests(fabric: Fabric) -> tuple[TopologyRequest, ...]:
-    """Topologies emitted when the fabric asks for none (see :class:`Fabric`)."""
+def default_requests(
+    fabric: Fabric, options: BlockOptions | None = None
+) -> tuple[TopologyRequest, ...]:
+    """Topologies emitted when the fabric asks for none (see :class:`Fabric`).
+
+    ``options`` shape the ``nvlink`` block topology (BlockSizes, block source, oversized domains).
+    """
     has_tree = any(n.leaf for n in fabric.nodes) or bool(fabric.switches)
     has_block = any(n.domain for n in fabric.nodes) or bool(fabric.domains)
+    block = options or BlockOptions()
     reqs: list[TopologyRequest] = []
     if has_tree:
         reqs.append(TopologyRequest("fabric", "tree", cluster_default=True))
     if has_block:
-        reqs.append(TopologyRequest("nvlink", "block", cluster_default=not has_tree))
+        reqs.append(
+            TopologyRequest(
+                "nvlink",
+                "block",
+                cluster_default=not has_tree,
+                block_sizes=block.block_sizes,
+                source=block.source,
+                oversized=block.oversized,
+            )
+        )
     if not reqs:
         reqs.append(TopologyRequest("flat", "flat", cluster_default=True))
     return tuple(reqs)
 
 
+def with_block_options(fabric: Fabric, options: BlockOptions) -> Fabric:
+    """``fabric`` asking for its default topologies laid out with ``options``.
+
+    For inputs without topology requests (Kubernetes Nodes, ibnetdiscover); a fabric that names
+    its topologies keeps them (its file sets these per topology).
+    """
+    if fabric.topologies:
+        return fabric
+    return dataclasses.replace(fabric, topologies=default_requests(fabric, options))
+
+
+def _with_default(requests: tuple[TopologyRequest, ...]) -> tuple[TopologyRequest, ...]:
+    """Exactly one cluster default: with none marked, the first (Slurm's own choice then)."""
+    if not requests or any(r.cluster_default for r in requests):
+        return requests
+    return (dataclasses.replace(requests[0], cluster_default=True), *requests[1:])
+
+
 def plan(fabric: Fabric) -> Plan:
-    """Validate ``fabric`` and lay out its topologies; raise ValidationError on any error."""
+    """Validate ``fabric`` and lay out its topologies; raise ValidationError on any error.
+
+    A partition-scoped tree or block topology in which no node is placed (every node of the
+    partitions absent, or without a leaf switch / NVLink domain) is written as Slurm's flat
+    topology, with a warning naming it, so that the other topologies are still published
+    (topology.conf, which has no partitions, keeps the tree or block: see ``layout``).
+    """
     findings = validate_fabric(fabric)
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        raise ValidationError(errors, what=f"fabric {fabric.name}")
+    raise_on_errors(findings, what=f"fabric {fabric.name}")
     ctx = _Context(fabric)
-    requests = fabric.topologies or default_requests(fabric)
+    notes = Findings()
+    notes.extend(f for f in findings if f.severity == "warning")
+    notes.extend(fabric.warnings)
     planned: list[PlannedTopology] = []
-    for req in requests:
+    for req in _with_default(fabric.topologies or default_requests(fabric)):
         if req.kind == "tree":
-            planned.append(_tree(ctx, req))
+            done = _tree(ctx, req)
         elif req.kind == "block":
-            planned.append(_block(ctx, req))
+            done = _block(ctx, req)
         else:
-            planned.append(PlannedTopology(Topology(req.name, req.cluster_default, FlatSpec()), {}))
-    warnings = tuple(f for f in findings if f.severity == "warning")
-    return Plan(fabric, tuple(planned), warnings)
+            done = _flat(req)
+        if req.partitions and req.kind != "flat" and not done.units:
+            _warn_degraded(notes, req)
+            done = dataclasses.replace(_flat(req), layout=done.topology)
+        planned.append(done)
+    return Plan(fabric, tuple(planned), tuple(notes.items))
+
+
+def _flat(req: TopologyRequest) -> PlannedTopology:
+    return PlannedTopology(Topology(req.name, req.cluster_default, FlatSpec()), {})
+
+
+def _warn_degraded(notes: Findings, req: TopologyRequest) -> None:
+    parts = ", ".join(req.partitions)
+    what = "leaf switch" if req.kind == "tree" else "NVLink domain"
+    notes.warning(
+        f"topology {req.name}",
+        f"no node of partition {parts} is placed in this {req.kind} topology (all absent, or "
+        f"none with a {what} yet); wrote it as flat (topology/flat) so the rest still loads",
+        f"bring up or label nodes of partition {parts}; the {req.kind} comes back on the next run",
+    )
 
 
 class _Context:
@@ -281,97 +359,158 @@ def _layout(group: _Group) -> list[str | None]:
     return out
 
 
-def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
-    fabric = ctx.fabric
-    declared = {d.name: d for d in fabric.domains}
-    all_nodes: dict[str, list[Node]] = defaultdict(list)
-    for node in fabric.nodes:
-        if node.domain is not None:
-            all_nodes[node.domain].append(node)
-    names = set(declared) | set(all_nodes)
-    scoped: dict[str, list[str]] = defaultdict(list)
-    for node in fabric.nodes:
-        if node.domain is not None and _in_scope(node, req):
-            scoped[node.domain].append(node.name)
-    if req.partitions:
+@dataclass(slots=True)
+class _Unit:
+    """One base block to be: its node slots, every node it holds (absent ones too) and the
+    in-scope ones that the block lists."""
+
+    slots: int
+    nodes: list[str]
+    scoped: list[str]
+
+
+class _BlockLayout:
+    """The units of one block topology, in a trie over the switch tree (see :func:`_layout`)."""
+
+    def __init__(self, ctx: _Context, req: TopologyRequest) -> None:
+        self.req = req
+        self.root = _Group()
+        self.units: dict[str, _Unit] = {}
+        fabric = ctx.fabric
+        declared = {d.name: d for d in fabric.domains}
+        all_nodes: dict[str, list[Node]] = defaultdict(list)
+        for node in fabric.nodes:
+            if node.domain is not None:
+                all_nodes[node.domain].append(node)
+        for d in self._domains(set(declared) | set(all_nodes), all_nodes):
+            members = all_nodes.get(d, [])
+            home = declared[d].switch if d in declared else None
+            if home is not None:
+                path: tuple[str, ...] = ctx.path(home)
+            else:
+                path = _common_prefix([ctx.path(n.leaf) for n in members if n.leaf is not None])
+            expected = declared[d].slots if d in declared else None
+            self._add_domain(d, path, members, expected)
+
+    def _domains(self, names: set[str], all_nodes: dict[str, list[Node]]) -> set[str]:
+        if not self.req.partitions:
+            return names
         # Drop only domains whose present nodes are all outside the partitions; a domain with
         # no present node (not delivered yet) keeps its placeholder.
-        names = {
+        return {
             d
             for d in names
-            if scoped.get(d) or not any(n.state != "absent" for n in all_nodes.get(d, ()))
+            if any(_in_scope(n, self.req) for n in all_nodes.get(d, ()))
+            or not any(n.state != "absent" for n in all_nodes.get(d, ()))
         }
-    # unit name -> (node slots, in-scope member names)
-    units_of: dict[str, tuple[int, list[str]]] = {}
-    root = _Group()
-    for d in names:
-        home = declared[d].switch if d in declared else None
-        if home is not None:
-            path: tuple[str, ...] = ctx.path(home)
-        else:
-            paths = [ctx.path(n.leaf) for n in all_nodes.get(d, ()) if n.leaf is not None]
-            path = _common_prefix(paths)
-        expected = declared[d].slots if d in declared else None
-        subs = sorted({n.subdomain or "" for n in all_nodes.get(d, ())}, key=natural_key)
-        if req.source == "subdomain" and any(subs):
+
+    def _add_domain(
+        self, d: str, path: tuple[str, ...], members: list[Node], expected: int | None
+    ) -> None:
+        subs = sorted({n.subdomain or "" for n in members}, key=natural_key)
+        if self.req.source == "subdomain" and any(subs):
             # One base block per sub-domain; the domain's blocks share one aligned window.
             path = (*path, _DOMAIN_KEY + d)
-            scoped_names = set(scoped.get(d, ()))
-            for s in subs:
-                unit = f"{d}.{s}" if s else d
-                members = [n for n in all_nodes[d] if (n.subdomain or "") == s]
-                units_of[unit] = (len(members), [n.name for n in members if n.name in scoped_names])
+            parts = {s: [n for n in members if (n.subdomain or "") == s] for s in subs}
+            slots = {s: len(parts[s]) for s in subs}
         else:
-            units_of[d] = (max(expected or 0, len(all_nodes.get(d, ())), 1), scoped.get(d, []))
-            subs = [""]
-        group = root
+            parts = {"": members}
+            slots = {"": max(expected or 0, len(members), 1)}
+        group = self.root
         for key in path:
             group = group.children.setdefault(key, _Group())
-        group.units.extend(f"{d}.{s}" if s else d for s in subs)
-    bad_names = sorted(u for u in units_of if not is_safe_name(u))
-    if bad_names:
-        raise ValidationError(
-            [
-                Finding(
-                    "error",
+        for s, nodes in parts.items():
+            unit = _unit_name(d, s)
+            scoped = [n.name for n in nodes if _in_scope(n, self.req)]
+            self.units[unit] = _Unit(slots[s], [n.name for n in nodes], scoped)
+            group.units.append(unit)
+
+    def check_names(self) -> None:
+        bad = sorted(u for u in self.units if not is_safe_name(u))
+        if bad:
+            out = Findings()
+            for u in bad:
+                out.error(
                     f"block {u!r}",
-                    "domain.subdomain is not a safe block name",
-                    fix="use shorter domain/partition ids",
+                    "the domain (.subdomain, -part) is not a safe block name",
+                    "use shorter domain/partition ids",
                 )
-                for u in bad_names
-            ],
-            what=f"topology {req.name}",
-        )
-    sizes = {u: size for u, (size, _) in units_of.items()}
-    slots = _layout(root)
+            raise_on_errors(out.items, what=f"topology {self.req.name}")
 
-    if req.block_sizes is not None:
-        block_sizes = req.block_sizes
-    else:
-        base = max(sizes.values(), default=1)
-        widest = (
-            max(len(_layout(g)) for g in root.children.values())
-            if root.children
-            else len(root.units)
-        )
+    def block_sizes(self) -> tuple[int, ...]:
+        """The requested sizes, or base = the largest unit up to the widest root subtree."""
+        if self.req.block_sizes is not None:
+            return self.req.block_sizes
+        base = max((u.slots for u in self.units.values()), default=1)
+        if self.root.children:
+            widest = max(len(_layout(g)) for g in self.root.children.values())
+        else:
+            widest = len(self.root.units)
         level = min(max(widest, 1).bit_length() - 1, MAX_BLOCK_LEVEL)
-        block_sizes = tuple(base << j for j in range(level + 1))
-    base = block_sizes[0]
-    too_big = [d for d in sorted(sizes, key=natural_key) if sizes[d] > base]
-    if too_big:
-        raise ValidationError(
-            [
-                Finding(
-                    "error",
-                    f"domain {d}",
-                    f"needs {sizes[d]} node slots, more than the base block size {base}",
-                    fix="raise the first BlockSizes value or split the domain",
-                )
-                for d in too_big
-            ],
-            what=f"topology {req.name}",
-        )
+        return tuple(base << j for j in range(level + 1))
 
+    def fit(self, base: int) -> None:
+        """Split (or refuse, per the request) units holding more node slots than ``base``."""
+        too_big = [u for u in sorted(self.units, key=natural_key) if self.units[u].slots > base]
+        if not too_big:
+            return
+        if self.req.oversized == "error":
+            out = Findings()
+            for u in too_big:
+                out.error(
+                    f"domain {u}",
+                    f"needs {self.units[u].slots} node slots, more than the base block size {base}",
+                    "raise the first BlockSizes value, or let it be split "
+                    "(oversizedDomains: split, --oversized-domains split)",
+                )
+            raise_on_errors(out.items, what=f"topology {self.req.name}")
+        taken = set(self.units)
+        for u in too_big:
+            self._split(self.root, u, base, taken)
+        self.check_names()
+
+    def _split(self, group: _Group, unit: str, base: int, taken: set[str]) -> bool:
+        if unit in group.units:
+            group.units.remove(unit)
+            whole = self.units.pop(unit)
+            pieces = _Group()
+            group.children[_PIECES_KEY + unit] = pieces
+            count = -(-whole.slots // base)
+            scoped = set(whole.scoped)
+            nodes = hostlist.sort_hosts(whole.nodes)
+            for i in range(count):
+                name = f"{unit}-{i + 1}"
+                if name in taken:
+                    raise_on_errors(_clash(self.req, unit, name), what=f"topology {self.req.name}")
+                taken.add(name)
+                chunk = list(nodes[i * base : (i + 1) * base])
+                self.units[name] = _Unit(base, chunk, [n for n in chunk if n in scoped])
+                pieces.units.append(name)
+            return True
+        return any(self._split(sub, unit, base, taken) for sub in group.children.values())
+
+
+def _clash(req: TopologyRequest, unit: str, name: str) -> list[Finding]:
+    out = Findings()
+    out.error(
+        f"domain {unit}",
+        f"is split into base blocks, but {name} already names another block",
+        "rename that domain, or raise the first BlockSizes value so nothing is split",
+    )
+    return out.items
+
+
+def _unit_name(domain: str, sub: str) -> str:
+    return f"{domain}.{sub}" if sub else domain
+
+
+def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
+    layout = _BlockLayout(ctx, req)
+    layout.check_names()
+    block_sizes = layout.block_sizes()
+    base = block_sizes[0]
+    layout.fit(base)
+    slots = _layout(layout.root)
     # Trailing placeholders only up to a whole group of the largest level (as topograph pads).
     used = len(slots)
     while used and slots[used - 1] is None:
@@ -380,7 +519,7 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     total = max(-(-used // top) * top, 1)
     slots = (slots[:used] + [None] * total)[:total]
 
-    taken = set(units_of)
+    taken = set(layout.units)
     blocks: list[Block] = []
     for index, slot in enumerate(slots):
         if slot is None:
@@ -390,8 +529,8 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
             taken.add(pad)
             blocks.append(Block(pad))
         else:
-            blocks.append(Block(slot, hostlist.sort_hosts(units_of[slot][1])))
-    units = {n: u for u, (_, members) in units_of.items() for n in members}
+            blocks.append(Block(slot, hostlist.sort_hosts(layout.units[slot].scoped)))
+    units = {n: name for name, unit in layout.units.items() for n in unit.scoped}
     topo = Topology(req.name, req.cluster_default, BlockSpec(tuple(block_sizes), tuple(blocks)))
     return PlannedTopology(topo, units)
 

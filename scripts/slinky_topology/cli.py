@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from slinky_topology import __version__
-from slinky_topology.build import Plan, plan
+from slinky_topology.build import Plan, plan, with_block_options
 from slinky_topology.emit.annotations import ANNOTATION_KEY
 from slinky_topology.errors import Finding, InputError, TopologyError, ValidationError
+from slinky_topology.model import OVERSIZED_POLICIES, BlockOptions
 from slinky_topology.parse import parse_topology_file
 from slinky_topology.pipeline import (
     FORMATS,
@@ -38,7 +39,12 @@ from slinky_topology.pipeline import (
 )
 from slinky_topology.sources import fabric_file, ibnetdiscover, k8s_nodes
 from slinky_topology.sources.files import read_structured, read_text
-from slinky_topology.validate import size_findings, validate_doc, validate_specs
+from slinky_topology.validate import (
+    parse_block_sizes,
+    size_findings,
+    validate_doc,
+    validate_specs,
+)
 from slinky_topology.writer import STDOUT, drop_stream, write_output
 
 if TYPE_CHECKING:
@@ -94,7 +100,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     lab.add_argument(
         "--label-map",
         metavar="MAP",
-        help="custom labels: accelerator=KEY,leaf=KEY,spine=KEY,core=KEY",
+        help="custom labels: accelerator=KEY,subdomain=KEY,leaf=KEY,spine=KEY,core=KEY",
     )
     lab.add_argument(
         "--slurm-name-key",
@@ -107,6 +113,33 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help="only Nodes with this label (repeatable)",
+    )
+    lab.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="no Node, or none with a preset label, is expected: write a flat topology "
+        "instead of failing",
+    )
+    blk = p.add_argument_group(
+        "block topology of Kubernetes / ibnetdiscover inputs (a fabric file sets these per "
+        "topology: blockSizes, source, oversizedDomains)"
+    )
+    blk.add_argument(
+        "--block-sizes",
+        metavar="SIZES",
+        help="BlockSizes, e.g. 18,36,72 (default: inferred: the largest domain, doubled up to "
+        "the widest switch subtree)",
+    )
+    blk.add_argument(
+        "--block-source",
+        choices=["domain", "subdomain"],
+        help="one base block per NVLink domain (default) or per sub-domain (clique)",
+    )
+    blk.add_argument(
+        "--oversized-domains",
+        choices=list(OVERSIZED_POLICIES),
+        help="a domain with more nodes than the base block size: split into base-size blocks "
+        "<domain>-<i> (default) or fail",
     )
     ib = p.add_argument_group("InfiniBand")
     ib.add_argument(
@@ -211,6 +244,7 @@ def _check_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
             parser.error("--check needs -o FILE, not '-' (stdout cannot be compared)")
     if not hasattr(args, "preset"):
         return
+    _block_options(args, parser)
     if args.label_map and args.preset != "auto":
         parser.error("--label-map replaces --preset; give only one")
     if args.label_map:
@@ -226,15 +260,48 @@ def _check_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     _selector(args.node_selector, parser)
 
 
+def _block_sizes(text: str, parser: argparse.ArgumentParser) -> tuple[int, ...]:
+    try:
+        return parse_block_sizes(text)
+    except InputError as exc:
+        parser.error(exc.message)
+
+
+def _block_options(
+    args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> BlockOptions | None:
+    """The block flags as options; ``None`` when none is given. Refused with ``--fabric``."""
+    given = {
+        "--block-sizes": args.block_sizes,
+        "--block-source": args.block_source,
+        "--oversized-domains": args.oversized_domains,
+    }
+    named = [flag for flag, value in given.items() if value is not None]
+    if not named:
+        return None
+    if args.fabric is not None:
+        parser.error(
+            f"{named[0]} applies to Kubernetes and ibnetdiscover inputs; a fabric file sets "
+            "blockSizes, source and oversizedDomains on each of its spec.topologies"
+        )
+    return BlockOptions(
+        block_sizes=_block_sizes(args.block_sizes, parser) if args.block_sizes else None,
+        source=args.block_source or "domain",
+        oversized=args.oversized_domains or "split",
+    )
+
+
 def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[Fabric, bool]:
     """Load the selected input; return (fabric, from_kubernetes)."""
     if args.fabric is not None:
         return fabric_file.load_fabric(args.fabric), False
+    options = _block_options(args, parser)
     if args.ibnetdiscover is not None:
         text = read_text(args.ibnetdiscover)
-        return ibnetdiscover.fabric_from_ibnetdiscover(
+        fabric = ibnetdiscover.fabric_from_ibnetdiscover(
             text, args.ibnetdiscover, node_regex=args.ib_node_regex
-        ), False
+        )
+        return (with_block_options(fabric, options) if options else fabric), False
     selector = _selector(args.node_selector, parser)
     if args.from_nodes is not None:
         document: Any = read_structured(args.from_nodes)
@@ -248,6 +315,8 @@ def _fabric(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[
         slurm_name_key=args.slurm_name_key,
         node_selector=selector,
         location=_source(args),
+        block_options=options,
+        allow_empty=args.allow_empty,
     )
     return fabric, True
 
@@ -320,7 +389,7 @@ def _cmd_annotations(
 def _cmd_check(args: argparse.Namespace) -> int:
     text = read_text(args.file)
     doc, is_conf = parse_topology_file(text, args.file)
-    findings = validate_doc(doc, conf=is_conf, location=args.file)
+    findings = validate_doc(doc, conf=is_conf, location=args.file, require_default=False)
     findings += size_findings(text, "file", args.file)
     if args.annotations:
         data = read_structured(args.annotations)
@@ -394,6 +463,25 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, arglist: lis
     return _cmd_explain(args, parser)
 
 
+def _report(exc: TopologyError | OSError, source: str | None) -> int:
+    """Print ``exc`` once, as ``error:`` lines naming the input; return 1."""
+    if isinstance(exc, ValidationError):
+        _print_errors([f for f in exc.findings if f.severity == "error"], source, exc.what)
+    elif isinstance(exc, InputError):
+        if exc.location is None and source is not None:
+            exc = InputError(exc.message, location=source)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+    elif isinstance(exc, TopologyError):
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+    elif isinstance(exc, BrokenPipeError):
+        drop_stream(sys.stdout)
+        print("error: -: cannot write: the reader of stdout is gone", file=sys.stderr)
+    else:
+        where = exc.filename if exc.filename is not None else source
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 1 invalid input or stale file, 2 usage)."""
     arglist = list(sys.argv[1:] if argv is None else argv)
@@ -405,25 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args, parser, arglist)
     except SystemExit as exc:  # argparse: --help (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else 2
-    except ValidationError as exc:
-        _print_errors([f for f in exc.findings if f.severity == "error"], source, exc.what)
-        return 1
-    except InputError as exc:
-        if exc.location is None and source is not None:
-            exc = InputError(exc.message, location=source)
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
-        return 1
-    except TopologyError as exc:
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        drop_stream(sys.stdout)
-        print("error: -: cannot write: the reader of stdout is gone", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        where = exc.filename if exc.filename is not None else source
-        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    except (TopologyError, OSError) as exc:
+        return _report(exc, source)
     except KeyboardInterrupt:
         return 130
 

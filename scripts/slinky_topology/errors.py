@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Finding", "InputError", "TopologyError", "ValidationError"]
+__all__ = ["Finding", "InputError", "Severity", "TopologyError", "ValidationError"]
 
 Severity = Literal["error", "warning"]
 

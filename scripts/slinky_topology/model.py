@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from slinky_topology.errors import Finding
 
 __all__ = [
     "NAME_RE",
+    "OVERSIZED_POLICIES",
     "Block",
+    "BlockOptions",
     "BlockSource",
     "BlockSpec",
     "Fabric",
@@ -27,6 +32,7 @@ __all__ = [
     "Node",
     "NodeState",
     "NvlinkDomain",
+    "OversizedPolicy",
     "Shape",
     "Switch",
     "Topology",
@@ -43,6 +49,10 @@ NodeState = Literal["up", "down", "absent"]
 TopologyKind = Literal["tree", "block", "flat"]
 Shape = Literal["static", "dynamic"]
 BlockSource = Literal["domain", "subdomain"]
+OversizedPolicy = Literal["split", "error"]
+#: What to do with an NVLink domain (or sub-domain) holding more node slots than the base block
+#: size: ``split`` it into consecutive base-size blocks (the default), or refuse (``error``).
+OVERSIZED_POLICIES: tuple[OversizedPolicy, ...] = ("split", "error")
 
 #: Names we generate and accept for switches, blocks, domains and topologies: hostlist-safe,
 #: free of Slurm config syntax (``, : = # [ ]`` and whitespace), at most 64 characters.
@@ -119,6 +129,7 @@ class TopologyRequest:
     ``block_sizes`` ``None`` means infer; ``max_tiers`` keeps only the lowest tiers of a tree;
     ``partitions`` restricts the topology to nodes of those Slurm partitions. ``source``
     ``subdomain`` makes one base block per NVLink partition (clique) instead of per domain.
+    ``oversized``: see :data:`OVERSIZED_POLICIES` (split blocks are named ``<unit>-<i>``, 1-based).
     """
 
     name: str
@@ -128,6 +139,21 @@ class TopologyRequest:
     max_tiers: int | None = None
     partitions: tuple[str, ...] = ()
     source: BlockSource = "domain"
+    oversized: OversizedPolicy = "split"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockOptions:
+    """How the default block topology of a label (or ibnetdiscover) input is laid out.
+
+    The same knobs a fabric file sets per topology (``blockSizes``, ``source``,
+    ``oversizedDomains``), for inputs that carry no topology requests. ``block_sizes`` ``None``
+    means infer.
+    """
+
+    block_sizes: tuple[int, ...] | None = None
+    source: BlockSource = "domain"
+    oversized: OversizedPolicy = "split"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +161,12 @@ class Fabric:
     """A cluster fabric: switches, NVLink domains, nodes, and the topologies wanted from them.
 
     An empty ``topologies`` means the defaults: a ``fabric`` tree when nodes have leaves, an
-    ``nvlink`` block topology when nodes have domains, else a ``flat`` one.
+    ``nvlink`` block topology when nodes have domains, else a ``flat`` one. With no topology
+    marked ``cluster_default`` the first one is the cluster default.
+
+    ``skipped``: input objects the source could not place (Kubernetes Nodes without the Slurm
+    node name), and ``warnings``: what the source wants the user to know; both are reported with
+    the plan's warnings.
     """
 
     name: str = "fabric"
@@ -145,6 +176,8 @@ class Fabric:
     topologies: tuple[TopologyRequest, ...] = ()
     tiers: tuple[str, ...] = ("leaf", "spine", "core")
     slurm_version: str | None = None
+    skipped: tuple[str, ...] = ()
+    warnings: tuple[Finding, ...] = ()
 
 
 # ------------------------------------------------------------------- Slurm topology (output)

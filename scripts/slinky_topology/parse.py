@@ -61,75 +61,98 @@ class _Budget:
             raise InputError(exc.message, location=where) from None
 
 
-def parse_topology_conf(text: str, location: str | None = None) -> TopologyDoc:
-    """Parse topology.conf (tree or block) into a one-topology doc named ``default``."""
-    budget = _Budget()
-    _hosts = budget.hosts
-    switches: list[TreeSwitch] = []
-    blocks: list[Block] = []
-    sizes: tuple[int, ...] | None = None
-    sizes_line: int | None = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        content = raw.split("#", 1)[0].strip()
-        if not content:
-            continue
-        where = _where(location, lineno)
-        pairs: dict[str, str] = {}
-        for token in content.split():
-            key, sep, value = token.partition("=")
-            if not sep or not key:
-                raise InputError(f"expected Key=Value, got {token!r}", location=where)
-            lkey = key.lower()
-            if lkey in pairs:
-                raise InputError(f"{key}= given twice on one line", location=where)
-            pairs[lkey] = value
+def _pairs(content: str, where: str) -> dict[str, str]:
+    """``Key=Value`` tokens of one line, keys lower-cased; each key once."""
+    pairs: dict[str, str] = {}
+    for token in content.split():
+        key, sep, value = token.partition("=")
+        if not sep or not key:
+            raise InputError(f"expected Key=Value, got {token!r}", location=where)
+        lkey = key.lower()
+        if lkey in pairs:
+            raise InputError(f"{key}= given twice on one line", location=where)
+        pairs[lkey] = value
+    return pairs
+
+
+class _ConfReader:
+    """The lines of one topology.conf, kind by kind."""
+
+    def __init__(self) -> None:
+        self.budget = _Budget()
+        self.switches: list[TreeSwitch] = []
+        self.blocks: list[Block] = []
+        self.sizes: tuple[int, ...] | None = None
+        self.sizes_line: int | None = None
+
+    def line(self, content: str, lineno: int, where: str) -> None:
+        pairs = _pairs(content, where)
         first = content.split("=", 1)[0].lower()
         if first == "switchname":
-            unknown = set(pairs) - _SWITCH_KEYS
-            if unknown:
-                raise InputError(
-                    f"unknown key {sorted(unknown)[0]} on a switch line", location=where
-                )
-            children = _hosts(pairs["switches"], where) if "switches" in pairs else ()
-            nodes = _hosts(pairs["nodes"], where) if "nodes" in pairs else ()
-            switches.append(TreeSwitch(pairs["switchname"], children, nodes, line=lineno))
+            self._switch(pairs, lineno, where)
         elif first == "blockname":
-            unknown = set(pairs) - _BLOCK_KEYS
-            if unknown:
-                raise InputError(
-                    f"unknown key {sorted(unknown)[0]} on a block line", location=where
-                )
-            nodes = _hosts(pairs["nodes"], where) if "nodes" in pairs else ()
-            blocks.append(Block(pairs["blockname"], nodes, line=lineno))
+            self._block(pairs, lineno, where)
         elif first == "blocksizes":
-            if len(pairs) != 1:
-                raise InputError("BlockSizes= must be alone on its line", location=where)
-            if sizes is not None:
-                raise InputError("BlockSizes= given twice", location=where)
-            try:
-                sizes = tuple(int(v) for v in pairs["blocksizes"].split(","))
-            except ValueError:
-                raise InputError(
-                    f"BlockSizes={pairs['blocksizes']} is not a list of integers",
-                    location=where,
-                ) from None
-            sizes_line = lineno
+            self._sizes(pairs, lineno, where)
         else:
             raise InputError(
                 f"unknown line starting with {first!r} (expected SwitchName=, BlockName= or "
                 "BlockSizes=)",
                 location=where,
             )
-    if switches and (blocks or sizes is not None):
-        raise InputError(
-            "file mixes SwitchName= and BlockName=/BlockSizes= lines", location=location
-        )
-    if switches:
-        return TopologyDoc((Topology("default", True, TreeSpec(tuple(switches))),))
-    if blocks or sizes is not None:
-        spec = BlockSpec(sizes or (), tuple(blocks), line=sizes_line)
-        return TopologyDoc((Topology("default", True, spec),))
-    return TopologyDoc(())
+
+    def _hosts(self, pairs: dict[str, str], key: str, where: str) -> tuple[str, ...]:
+        return self.budget.hosts(pairs[key], where) if key in pairs else ()
+
+    def _switch(self, pairs: dict[str, str], lineno: int, where: str) -> None:
+        unknown = set(pairs) - _SWITCH_KEYS
+        if unknown:
+            raise InputError(f"unknown key {sorted(unknown)[0]} on a switch line", location=where)
+        children = self._hosts(pairs, "switches", where)
+        nodes = self._hosts(pairs, "nodes", where)
+        self.switches.append(TreeSwitch(pairs["switchname"], children, nodes, line=lineno))
+
+    def _block(self, pairs: dict[str, str], lineno: int, where: str) -> None:
+        unknown = set(pairs) - _BLOCK_KEYS
+        if unknown:
+            raise InputError(f"unknown key {sorted(unknown)[0]} on a block line", location=where)
+        nodes = self._hosts(pairs, "nodes", where)
+        self.blocks.append(Block(pairs["blockname"], nodes, line=lineno))
+
+    def _sizes(self, pairs: dict[str, str], lineno: int, where: str) -> None:
+        if len(pairs) != 1:
+            raise InputError("BlockSizes= must be alone on its line", location=where)
+        if self.sizes is not None:
+            raise InputError("BlockSizes= given twice", location=where)
+        try:
+            self.sizes = tuple(int(v) for v in pairs["blocksizes"].split(","))
+        except ValueError:
+            raise InputError(
+                f"BlockSizes={pairs['blocksizes']} is not a list of integers", location=where
+            ) from None
+        self.sizes_line = lineno
+
+    def doc(self, location: str | None) -> TopologyDoc:
+        if self.switches and (self.blocks or self.sizes is not None):
+            raise InputError(
+                "file mixes SwitchName= and BlockName=/BlockSizes= lines", location=location
+            )
+        if self.switches:
+            return TopologyDoc((Topology("default", True, TreeSpec(tuple(self.switches))),))
+        if self.blocks or self.sizes is not None:
+            spec = BlockSpec(self.sizes or (), tuple(self.blocks), line=self.sizes_line)
+            return TopologyDoc((Topology("default", True, spec),))
+        return TopologyDoc(())
+
+
+def parse_topology_conf(text: str, location: str | None = None) -> TopologyDoc:
+    """Parse topology.conf (tree or block) into a one-topology doc named ``default``."""
+    reader = _ConfReader()
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        content = raw.split("#", 1)[0].strip()
+        if content:
+            reader.line(content, lineno, _where(location, lineno))
+    return reader.doc(location)
 
 
 def _mapping_keys(node: yaml.Node) -> list[tuple[str, yaml.Node, yaml.Node]]:
@@ -145,58 +168,79 @@ def _str(value: Any, what: str, where: str) -> str:
     raise InputError(f"{what} must be a string", location=where)
 
 
+_PLUGINS = ("tree", "block", "flat", "ring", "torus3d")
+_ITEM_KEYS = {"topology", "cluster_default", *_PLUGINS}
+
+
 def parse_topology_yaml(text: str, location: str | None = None) -> TopologyDoc:
-    """Parse topology.yaml: a list of ``{topology, cluster_default, tree|block|flat}`` items."""
+    """Parse topology.yaml: a list of ``{topology, cluster_default, tree|block|flat}`` items.
+
+    ``cluster_default`` may be absent (false, as topology.yaml(5) says).
+    """
     root, data = compose_and_load_yaml(text, location or "<topology.yaml>")
     budget = _Budget()
     if root is None:
         return TopologyDoc(())
     if not isinstance(root, yaml.SequenceNode) or not isinstance(data, list):
         raise InputError("top level must be a list of topologies", location=location)
-    topologies: list[Topology] = []
-    for item_node, item in zip(root.value, data, strict=True):
-        line = item_node.start_mark.line + 1
-        where = _where(location, line)
-        if not isinstance(item_node, yaml.MappingNode) or not isinstance(item, dict):
-            raise InputError("each topology must be a mapping", location=where)
-        keys = _mapping_keys(item_node)
-        if not keys or keys[0][0] != "topology":
-            raise InputError("'topology' must be the first key of each item", location=where)
-        name = _str(item["topology"], "topology", where)
-        allowed = {"topology", "cluster_default", "tree", "block", "flat", "ring", "torus3d"}
-        unknown = [k for k, _, _ in keys if k not in allowed]
-        if unknown:
-            raise InputError(f"unknown key {unknown[0]!r} in topology {name}", location=where)
-        plugins = [k for k, _, _ in keys if k in {"tree", "block", "flat", "ring", "torus3d"}]
-        if len(plugins) != 1:
-            raise InputError(
-                f"topology {name} must have exactly one of tree, block, flat", location=where
-            )
-        default = item.get("cluster_default", False)
-        if not isinstance(default, bool):
-            raise InputError(f"cluster_default of {name} must be true or false", location=where)
-        kind = plugins[0]
-        value_node = next(v for k, _, v in keys if k == kind)
-        value = item[kind]
-        spec: TreeSpec | BlockSpec | FlatSpec
-        if kind == "tree":
-            spec = _parse_tree(value, value_node, location, name, budget)
-        elif kind == "block":
-            spec = _parse_block(value, value_node, location, name, budget)
-        elif kind == "flat":
-            if value is not True and not (
-                isinstance(value, dict) and set(value) <= {"alpha_step_rank"}
-            ):
-                raise InputError(
-                    f"flat of {name} must be true or {{alpha_step_rank: bool}}", location=where
-                )
-            spec = FlatSpec()
-        else:
-            raise InputError(
-                f"{kind} topologies (Slurm 26.05) are not supported yet", location=where
-            )
-        topologies.append(Topology(name, default, spec, line=line))
-    return TopologyDoc(tuple(topologies))
+    return TopologyDoc(
+        tuple(
+            _topology(item_node, item, location, budget)
+            for item_node, item in zip(root.value, data, strict=True)
+        )
+    )
+
+
+def _topology(item_node: yaml.Node, item: Any, location: str | None, budget: _Budget) -> Topology:
+    line = item_node.start_mark.line + 1
+    where = _where(location, line)
+    if not isinstance(item_node, yaml.MappingNode) or not isinstance(item, dict):
+        raise InputError("each topology must be a mapping", location=where)
+    keys = _mapping_keys(item_node)
+    if not keys or keys[0][0] != "topology":
+        raise InputError("'topology' must be the first key of each item", location=where)
+    name = _str(item["topology"], "topology", where)
+    unknown = [k for k, _, _ in keys if k not in _ITEM_KEYS]
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r} in topology {name}", location=where)
+    plugins = [k for k, _, _ in keys if k in _PLUGINS]
+    if len(plugins) != 1:
+        raise InputError(
+            f"topology {name} must have exactly one of tree, block, flat", location=where
+        )
+    default = item.get("cluster_default", False)
+    if not isinstance(default, bool):
+        raise InputError(f"cluster_default of {name} must be true or false", location=where)
+    kind = plugins[0]
+    value_node = next(v for k, _, v in keys if k == kind)
+    spec = _spec(
+        kind, item[kind], value_node, name=name, where=where, location=location, budget=budget
+    )
+    return Topology(name, default, spec, line=line)
+
+
+def _spec(
+    kind: str,
+    value: Any,
+    node: yaml.Node,
+    *,
+    name: str,
+    where: str,
+    location: str | None,
+    budget: _Budget,
+) -> TreeSpec | BlockSpec | FlatSpec:
+    """The plugin part of one item; errors about the item itself point at ``where``."""
+    if kind == "tree":
+        return _parse_tree(value, node, location, name, budget)
+    if kind == "block":
+        return _parse_block(value, node, location, name, budget)
+    if kind != "flat":
+        raise InputError(f"{kind} topologies (Slurm 26.05) are not supported yet", location=where)
+    if value is not True and not (isinstance(value, dict) and set(value) <= {"alpha_step_rank"}):
+        raise InputError(
+            f"flat of {name} must be true or {{alpha_step_rank: bool}}", location=where
+        )
+    return FlatSpec()
 
 
 def _items(

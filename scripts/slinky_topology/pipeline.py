@@ -14,9 +14,9 @@ from slinky_topology.emit.annotations import render_annotations
 from slinky_topology.emit.topology_conf import render_topology_conf
 from slinky_topology.emit.topology_yaml import render_topology_yaml
 from slinky_topology.emit.values import render_values
-from slinky_topology.errors import Finding
 from slinky_topology.validate import (
     CONFIGMAP_LIMIT,
+    Findings,
     raise_on_errors,
     size_findings,
     validate_doc,
@@ -26,6 +26,7 @@ from slinky_topology.validate import (
 
 if TYPE_CHECKING:
     from slinky_topology.build import ConfKind, Plan
+    from slinky_topology.errors import Finding
     from slinky_topology.model import Shape, TopologyDoc
 
 __all__ = ["FORMATS", "Format", "Output", "render_annotations_output", "render_output"]
@@ -72,17 +73,15 @@ def render_output(plan: Plan, fmt: Format, shape: Shape = "static") -> Output:
 
     Raises ValidationError if the result breaks a rule.
     """
-    warnings = list(plan.warnings)
+    notes = Findings()
+    notes.extend(plan.warnings)
     text, doc = _render(plan, fmt, shape)
     if shape == "static" and len(text.encode()) > CONFIGMAP_LIMIT:
-        warnings.append(
-            Finding(
-                "warning",
-                fmt,
-                f"static output is {len(text.encode())} bytes, over the 1 MiB ConfigMap limit; "
-                "wrote the skeleton (dynamic shape) instead",
-                fix="publish the node annotations too (slinky-topology annotations)",
-            )
+        notes.warning(
+            fmt,
+            f"static output is {len(text.encode())} bytes, over the 1 MiB ConfigMap limit; "
+            "wrote the skeleton (dynamic shape) instead",
+            "publish the node annotations too (slinky-topology annotations)",
         )
         shape = "dynamic"
         text, doc = _render(plan, fmt, shape)
@@ -95,8 +94,8 @@ def render_output(plan: Plan, fmt: Format, shape: Shape = "static") -> Output:
         dynamic=shape == "dynamic",
     )
     raise_on_errors(findings, what=f"generated {fmt}")
-    warnings += [f for f in findings if f.severity == "warning"]
-    return Output(text, shape, doc, tuple(warnings))
+    notes.extend(f for f in findings if f.severity == "warning")
+    return Output(text, shape, doc, tuple(notes.items))
 
 
 def render_annotations_output(plan: Plan, fmt: Format = "topology.yaml") -> Output:

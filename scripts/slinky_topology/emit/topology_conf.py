@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from slinky_topology import hostlist
 from slinky_topology.emit import header
-from slinky_topology.errors import Finding, ValidationError
+from slinky_topology.errors import ValidationError
 from slinky_topology.model import BlockSpec, TopologyDoc, TreeSpec
+from slinky_topology.validate.findings import Findings
 
 __all__ = ["render_topology_conf"]
 
@@ -17,16 +18,13 @@ def render_topology_conf(doc: TopologyDoc) -> str:
     ``BlockName=`` line per base block (no ``Nodes=`` for a placeholder), then ``BlockSizes=``.
     """
     if len(doc.topologies) != 1 or doc.topologies[0].kind == "flat":
-        raise ValidationError(
-            [
-                Finding(
-                    "error",
-                    "topology.conf",
-                    "holds exactly one tree or block topology",
-                    fix="write topology.yaml for several or flat topologies",
-                )
-            ]
+        out = Findings()
+        out.error(
+            "topology.conf",
+            "holds exactly one tree or block topology",
+            "write topology.yaml for several or flat topologies",
         )
+        raise ValidationError(out.items)
     spec = doc.topologies[0].spec
     lines: list[str] = []
     if isinstance(spec, TreeSpec):

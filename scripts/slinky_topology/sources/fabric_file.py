@@ -152,39 +152,43 @@ def _int(value: Any) -> Any:
     return int(value) if isinstance(value, float) else value
 
 
-def _from_data(data: Any, location: str, root: yaml.Node | None) -> Fabric:
+def _check_schema(data: Any, location: str, root: yaml.Node | None) -> None:
     check_document(data, location)
     validator = jsonschema.Draft7Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        first = errors[0]
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        line = _line_of(root, list(first.absolute_path)) if root is not None else None
-        if line is not None:
-            more = f" (line {line}){more}"
-        raise InputError(
-            f"{_short(first.message)}{more}",
-            location=f"{location}::{_json_path(first.absolute_path)}",
-        )
-    _check_counts(data["spec"], location)
-    spec = data["spec"]
-    switches = tuple(Switch(s["name"], s.get("parent")) for s in spec.get("switches", []))
-    domains: list[NvlinkDomain] = []
+    if not errors:
+        return
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    line = _line_of(root, list(first.absolute_path)) if root is not None else None
+    if line is not None:
+        more = f" (line {line}){more}"
+    raise InputError(
+        f"{_short(first.message)}{more}",
+        location=f"{location}::{_json_path(first.absolute_path)}",
+    )
+
+
+def _subdomains(spec: dict[str, Any], location: str) -> dict[str, str]:
+    """Node name -> NVLink partition id, from ``nvlinkDomains[].partitions``."""
     subdomain_of: dict[str, str] = {}
     for i, d in enumerate(spec.get("nvlinkDomains", [])):
-        domains.append(NvlinkDomain(d["name"], _int(d.get("slots")), d.get("switch")))
         for j, part in enumerate(d.get("partitions", [])):
             for k, expr in enumerate(part["nodes"]):
                 where = f"{location}::$.spec.nvlinkDomains[{i}].partitions[{j}].nodes[{k}]"
                 for host in _expand(expr, where):
                     subdomain_of[host] = part["id"]
+    return subdomain_of
+
+
+def _nodes(spec: dict[str, Any], location: str) -> list[Node]:
+    subdomain_of = _subdomains(spec, location)
     nodes: list[Node] = []
     for i, n in enumerate(spec["nodes"]):
         names = _expand(n["name"], f"{location}::$.spec.nodes[{i}].name")
         kube: list[str | None] = [None] * len(names)
         if "k8sNode" in n:
-            where = f"{location}::$.spec.nodes[{i}].k8sNode"
-            kube = list(_expand(n["k8sNode"], where))
+            kube = list(_expand(n["k8sNode"], f"{location}::$.spec.nodes[{i}].k8sNode"))
         for name, k8s in zip(names, kube, strict=True):
             nodes.append(
                 Node(
@@ -197,26 +201,37 @@ def _from_data(data: Any, location: str, root: yaml.Node | None) -> Fabric:
                     partitions=tuple(n.get("partitions", ())),
                 )
             )
-    topologies = []
-    for t in spec.get("topologies", []):
-        sizes = t.get("blockSizes", "auto")
-        topologies.append(
-            TopologyRequest(
-                name=t["name"],
-                kind=t["type"],
-                cluster_default=t.get("clusterDefault", False),
-                block_sizes=None if sizes == "auto" else tuple(_int(v) for v in sizes),
-                max_tiers=_int(t.get("maxTiers")),
-                partitions=tuple(t.get("partitions", ())),
-                source=t.get("source", "domain"),
-            )
-        )
+    return nodes
+
+
+def _request(t: dict[str, Any]) -> TopologyRequest:
+    sizes = t.get("blockSizes", "auto")
+    return TopologyRequest(
+        name=t["name"],
+        kind=t["type"],
+        cluster_default=t.get("clusterDefault", False),
+        block_sizes=None if sizes == "auto" else tuple(_int(v) for v in sizes),
+        max_tiers=_int(t.get("maxTiers")),
+        partitions=tuple(t.get("partitions", ())),
+        source=t.get("source", "domain"),
+        oversized=t.get("oversizedDomains", "split"),
+    )
+
+
+def _from_data(data: Any, location: str, root: yaml.Node | None) -> Fabric:
+    _check_schema(data, location, root)
+    _check_counts(data["spec"], location)
+    spec = data["spec"]
+    domains = tuple(
+        NvlinkDomain(d["name"], _int(d.get("slots")), d.get("switch"))
+        for d in spec.get("nvlinkDomains", [])
+    )
     return Fabric(
         name=data.get("metadata", {}).get("name", "fabric"),
-        switches=switches,
-        domains=tuple(domains),
-        nodes=tuple(nodes),
-        topologies=tuple(topologies),
+        switches=tuple(Switch(s["name"], s.get("parent")) for s in spec.get("switches", [])),
+        domains=domains,
+        nodes=tuple(_nodes(spec, location)),
+        topologies=tuple(_request(t) for t in spec.get("topologies", [])),
         tiers=tuple(spec.get("tiers", ("leaf", "spine", "core"))),
         slurm_version=spec.get("slurmVersion"),
     )

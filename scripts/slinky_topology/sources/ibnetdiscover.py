@@ -86,6 +86,101 @@ def compile_node_regex(node_regex: str) -> re.Pattern[str]:
         ) from None
 
 
+_Records = dict[str, tuple[str, str]]
+_Links = dict[str, set[str]]
+
+
+def _hcas(records: _Records, pattern: re.Pattern[str] | None) -> dict[str, tuple[str, str]]:
+    """HCA guid -> (host, rest of its description), for hosts ``pattern`` keeps."""
+    hcas: dict[str, tuple[str, str]] = {}
+    for guid, (kind, desc) in records.items():
+        words = desc.split() if kind == "Ca" else []
+        if words and (pattern is None or pattern.search(words[0])):
+            hcas[guid] = (words[0], " ".join(words[1:]))
+    return hcas
+
+
+def _labels(records: _Records, switches: list[str]) -> dict[str, str]:
+    """Switch guid -> unique display name (a repeated name gets a guid suffix)."""
+    used: dict[str, int] = defaultdict(int)
+    for guid in switches:
+        used[_switch_label(records[guid][1], guid)] += 1
+    labels: dict[str, str] = {}
+    for guid in switches:
+        label = _switch_label(records[guid][1], guid)
+        if used[label] > 1:
+            label = f"{label[:50]}-{guid[2:].lower()[-8:]}"
+        labels[guid] = label
+    return labels
+
+
+def _node_leaves(
+    hcas: dict[str, tuple[str, str]], links: _Links, labels: dict[str, str]
+) -> dict[str, str]:
+    """Host -> leaf guid: its first HCA (natural order of the description) that reaches a switch."""
+    node_leaf: dict[str, str] = {}
+    hca_order = sorted(hcas.items(), key=lambda kv: (natural_key(kv[1][0]), natural_key(kv[1][1])))
+    for guid, (host, _) in hca_order:
+        leafs = sorted((s for s in links.get(guid, ()) if s in labels), key=lambda g: labels[g])
+        if leafs and host not in node_leaf:
+            node_leaf[host] = leafs[0]
+    return node_leaf
+
+
+class _Tiers:
+    """Tier by tier above the leaves: merge same-children switches, one parent per child."""
+
+    def __init__(self, switches: list[str], links: _Links, labels: dict[str, str]) -> None:
+        self.switches = switches
+        self.links = links
+        self.labels = labels
+        self.rep: dict[str, str] = {}  # switch guid -> representative guid
+        self.parent: dict[str, str] = {}
+        self.placed: set[str] = set()
+
+    def build(self, leaves: set[str]) -> set[str]:
+        """Walk up from ``leaves``; return the representatives kept."""
+        self.rep.update({g: g for g in leaves})
+        tier = set(leaves)
+        self.placed = set(leaves)
+        while tier:
+            above = self._above(tier)
+            if not above:
+                break
+            self._link(tier, self._merge(above))
+            self.placed.update(above)
+            tier = set(above)
+        return {self.rep[g] for g in self.placed}
+
+    def _above(self, tier: set[str]) -> dict[str, frozenset[str]]:
+        above: dict[str, frozenset[str]] = {}
+        for g in self.switches:
+            if g not in self.placed:
+                kids = frozenset(self.rep[s] for s in self.links.get(g, ()) if s in tier)
+                if kids:
+                    above[g] = kids
+        return above
+
+    def _merge(self, above: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+        groups: dict[frozenset[str], list[str]] = defaultdict(list)
+        for g, kids in above.items():
+            groups[kids].append(g)
+        reps: dict[str, frozenset[str]] = {}
+        for kids, members in groups.items():
+            members.sort(key=lambda g: natural_key(self.labels[g]))
+            for m in members:
+                self.rep[m] = members[0]
+            reps[members[0]] = kids
+        return reps
+
+    def _link(self, tier: set[str], reps: dict[str, frozenset[str]]) -> None:
+        for child in {self.rep[g] for g in tier}:
+            options = [h for h, kids in reps.items() if child in kids]
+            if options:
+                options.sort(key=lambda h: (-len(reps[h]), natural_key(self.labels[h])))
+                self.parent[child] = options[0]
+
+
 def fabric_from_ibnetdiscover(
     text: str, location: str | None = None, node_regex: str | None = None
 ) -> Fabric:
@@ -96,34 +191,8 @@ def fabric_from_ibnetdiscover(
     pattern = compile_node_regex(node_regex) if node_regex else None
     records, links = parse_ibnetdiscover(text, location)
     switches = sorted(g for g, (k, _) in records.items() if k == "Switch")
-    hcas: dict[str, tuple[str, str]] = {}
-    for guid, (kind, desc) in records.items():
-        if kind != "Ca":
-            continue
-        words = desc.split()
-        if not words:
-            continue
-        host = words[0]
-        if pattern is None or pattern.search(host):
-            hcas[guid] = (host, " ".join(words[1:]))
-
-    labels: dict[str, str] = {}
-    used: dict[str, int] = defaultdict(int)
-    for guid in switches:
-        used[_switch_label(records[guid][1], guid)] += 1
-    for guid in switches:
-        label = _switch_label(records[guid][1], guid)
-        if used[label] > 1:
-            label = f"{label[:50]}-{guid[2:].lower()[-8:]}"
-        labels[guid] = label
-
-    # Node -> leaf: first HCA (natural order of its description) that reaches a switch.
-    node_leaf: dict[str, str] = {}
-    hca_order = sorted(hcas.items(), key=lambda kv: (natural_key(kv[1][0]), natural_key(kv[1][1])))
-    for guid, (host, _) in hca_order:
-        leafs = sorted((s for s in links.get(guid, ()) if s in labels), key=lambda g: labels[g])
-        if leafs and host not in node_leaf:
-            node_leaf[host] = leafs[0]
+    labels = _labels(records, switches)
+    node_leaf = _node_leaves(_hcas(records, pattern), links, labels)
     if len(node_leaf) > MAX_HOSTS:
         raise InputError(
             f"{len(node_leaf):,} hosts, more than Slurm's {MAX_HOSTS:,}; keep fewer "
@@ -133,43 +202,10 @@ def fabric_from_ibnetdiscover(
     leaves = set(node_leaf.values())
     if not leaves:
         raise InputError("no HCA is connected to a switch", location=location)
-
-    # Tier by tier: merge same-children switches, choose one parent per child.
-    rep: dict[str, str] = {g: g for g in leaves}  # switch guid -> representative guid
-    parent: dict[str, str] = {}
-    tier = set(leaves)
-    placed = set(leaves)
-    while tier:
-        above: dict[str, frozenset[str]] = {}
-        for g in switches:
-            if g in placed:
-                continue
-            kids = frozenset(rep[s] for s in links.get(g, ()) if s in tier)
-            if kids:
-                above[g] = kids
-        if not above:
-            break
-        groups: dict[frozenset[str], list[str]] = defaultdict(list)
-        for g, kids in above.items():
-            groups[kids].append(g)
-        reps: dict[str, frozenset[str]] = {}
-        for kids, members in groups.items():
-            members.sort(key=lambda g: natural_key(labels[g]))
-            head = members[0]
-            for m in members:
-                rep[m] = head
-            reps[head] = kids
-        for child in {rep[g] for g in tier}:
-            options = [h for h, kids in reps.items() if child in kids]
-            if options:
-                options.sort(key=lambda h: (-len(reps[h]), natural_key(labels[h])))
-                parent[child] = options[0]
-        placed.update(above)
-        tier = set(above)
-
-    kept = {rep[g] for g in placed}
+    tiers = _Tiers(switches, links, labels)
+    kept = tiers.build(leaves)
     fabric_switches = tuple(
-        Switch(labels[g], labels[parent[g]] if g in parent else None)
+        Switch(labels[g], labels[tiers.parent[g]] if g in tiers.parent else None)
         for g in sorted(kept, key=lambda g: natural_key(labels[g]))
     )
     nodes = tuple(

@@ -17,15 +17,19 @@ domain (ClusterUUID: the physical NVLink domain) and sub-domain (clique).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slinky_topology.errors import InputError
+from slinky_topology.build import with_block_options
+from slinky_topology.errors import Finding, InputError
 from slinky_topology.limits import MAX_HOSTS
-from slinky_topology.model import Fabric, Node, Switch, is_safe_name
+from slinky_topology.model import BlockOptions, Fabric, Node, Switch, is_safe_name
+from slinky_topology.validate import Findings
 
 __all__ = [
     "CLUSTER_TIMEOUT",
@@ -49,18 +53,40 @@ class LabelPreset:
 
     ``tiers``: switch tier keys, closest first (missing keys on a node are skipped).
     ``domains``: NVLink domain keys, first present wins; keys in ``clique_keys`` hold
-    ``<domain>.<subdomain>`` values.
+    ``<domain>.<subdomain>`` values. ``subdomains``: keys of the sub-domain (clique) of the
+    node's domain, first present wins (a value starting with ``<domain>.`` loses that prefix).
     """
 
     name: str
     tiers: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     clique_keys: tuple[str, ...] = ()
+    subdomains: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every label key this preset reads."""
+        return (*self.tiers, *self.domains, *self.subdomains)
 
     @property
     def signature(self) -> tuple[str, ...]:
         """Keys that identify this preset in ``auto`` mode (the generic GFD key excluded)."""
-        return tuple(k for k in (*self.tiers, *self.domains) if k != GFD_CLIQUE)
+        return tuple(k for k in self.keys if k != GFD_CLIQUE)
+
+    def describe(self) -> str:
+        """The keys for a message, numbered series shortened (``fabric.topograph.run/tier-0..7``)."""
+        series: dict[tuple[str, bool], list[str]] = {}
+        for key in dict.fromkeys(self.keys):
+            found = _NUMBERED.fullmatch(key)
+            prefix, number = (found.group(1), found.group(2)) if found else (key, "")
+            series.setdefault((prefix, found is not None), []).append(number)
+        return ", ".join(
+            f"{prefix}{nums[0]}..{nums[-1]}" if len(nums) > 1 else prefix + nums[0]
+            for (prefix, _), nums in series.items()
+        )
+
+
+_NUMBERED = re.compile(r"(.*?)(\d+)")
 
 
 PRESETS: dict[str, LabelPreset] = {
@@ -71,6 +97,7 @@ PRESETS: dict[str, LabelPreset] = {
             "topograph",
             tiers=tuple(f"fabric.topograph.run/tier-{i}" for i in range(8)),
             domains=("accelerator.topograph.run/domain",),
+            subdomains=("accelerator.topograph.run/sub-domain",),
         ),
         LabelPreset(
             "gke",
@@ -115,12 +142,14 @@ _TIER_ORDER = {"leaf": 0, "spine": 1, "core": 2}
 
 
 def preset_from_label_map(text: str) -> LabelPreset:
-    """Parse ``accelerator=KEY,leaf=KEY,spine=KEY,core=KEY`` (also ``tierN=KEY``, ``domain=``).
+    """Parse ``accelerator=KEY,leaf=KEY,spine=KEY,core=KEY`` (also ``tierN=KEY``, ``domain=``,
+    ``subdomain=KEY``).
 
     Tiers order: ``leaf`` < ``spine`` < ``core``, or ``tier0`` < ``tier1`` < ...
     """
     tiers: list[tuple[int, str]] = []
     domains: list[str] = []
+    subdomains: list[str] = []
     for item in filter(None, (p.strip() for p in text.split(","))):
         role, sep, key = item.partition("=")
         role = role.strip().lower()
@@ -129,13 +158,16 @@ def preset_from_label_map(text: str) -> LabelPreset:
             raise InputError(f"label map item {item!r} is not ROLE=LABEL_KEY")
         if role in ("accelerator", "domain", "nvlink"):
             domains.append(key)
+        elif role in ("subdomain", "sub-domain", "clique"):
+            subdomains.append(key)
         elif role in _TIER_ORDER:
             tiers.append((_TIER_ORDER[role], key))
         elif role.startswith("tier") and role[4:].isdigit():
             tiers.append((int(role[4:]), key))
         else:
             raise InputError(
-                f"label map role {role!r} is unknown (use accelerator, leaf, spine, core, tierN)"
+                f"label map role {role!r} is unknown "
+                "(use accelerator, subdomain, leaf, spine, core, tierN)"
             )
     if not tiers and not domains:
         raise InputError("label map is empty")
@@ -144,7 +176,7 @@ def preset_from_label_map(text: str) -> LabelPreset:
         raise InputError("label map names one tier twice")
     keys = tuple(k for _, k in sorted(tiers))
     clique = tuple(k for k in domains if k == GFD_CLIQUE)
-    return LabelPreset("custom", keys, tuple(domains), clique)
+    return LabelPreset("custom", keys, tuple(domains), clique, tuple(subdomains))
 
 
 def _at(location: str | None, path: str) -> str:
@@ -219,6 +251,10 @@ def _count_bound(items: Sequence[Any], location: str | None) -> None:
         )
 
 
+class _Empty(InputError):
+    """The input places no node at all (an error unless ``allow_empty``)."""
+
+
 def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
     """Pick the preset whose label keys appear on the nodes (``auto``)."""
     present: set[str] = set()
@@ -238,7 +274,7 @@ def detect_preset(items: Sequence[Mapping[str, Any]]) -> LabelPreset:
     if GFD_CLIQUE in present:
         return PRESETS["gfd"]
     known = ", ".join(sorted(PRESETS))
-    raise InputError(
+    raise _Empty(
         f"no known topology labels on the nodes (presets: {known}); give --preset or --label-map"
     )
 
@@ -266,61 +302,107 @@ def _switch_name(chain: tuple[str, ...], i: int, taken: Counter[str]) -> str:
     return "sw-" + hashlib.sha256("\0".join(chain[i:]).encode()).hexdigest()[:16]
 
 
-def fabric_from_nodes(
-    document: Any,
-    *,
-    preset: str = "auto",
-    label_map: str | None = None,
-    slurm_name_key: str | None = None,
-    node_selector: Mapping[str, str] | None = None,
-    name: str = "cluster",
-    location: str | None = None,
-) -> Fabric:
-    """Build a fabric from Node objects (see module doc).
+def _value(*maps: Mapping[str, str], key: str) -> str | None:
+    """The first non-blank value of ``key`` in ``maps``, trimmed (``None`` when absent)."""
+    for m in maps:
+        value = m.get(key)
+        if value and (value := value.strip()):
+            return value
+    return None
 
-    ``slurm_name_key``: label or annotation holding the Slurm node name (default: the Node name).
-    ``node_selector``: only Nodes whose labels match every ``key: value``.
-    ``location``: where the Nodes come from (a file), named in errors about them.
-    """
-    items = node_items(document, location)
-    if node_selector:
-        items = [
-            it for it in items if all(_labels(it).get(k) == v for k, v in node_selector.items())
-        ]
-    _count_bound(items, location)
-    try:
-        chosen = resolve_preset(items, preset, label_map)
-    except InputError as exc:
-        if exc.location is None and label_map is None:
-            raise InputError(exc.message, location=location) from None
-        raise
-    rows: list[tuple[str, str, tuple[str, ...], str | None, str | None]] = []
+
+def _slurm_names(
+    items: Sequence[Mapping[str, Any]], key: str | None
+) -> tuple[list[tuple[Mapping[str, Any], str]], list[str]]:
+    """(Node, Slurm name) pairs and the Nodes skipped for having no ``key``."""
+    named: list[tuple[Mapping[str, Any], str]] = []
+    skipped: list[str] = []
     for item in items:
         meta = item["metadata"]
-        labels = _labels(item)
-        kube = meta["name"]
-        slurm = kube
-        if slurm_name_key:
-            annotations = meta.get("annotations") or {}
-            value = labels.get(slurm_name_key, annotations.get(slurm_name_key))
-            if not isinstance(value, str) or not value:
-                raise InputError(
-                    f"node {kube} has no label or annotation {slurm_name_key}", location=location
-                )
-            slurm = value
-        chain = tuple(labels[k] for k in chosen.tiers if labels.get(k))
-        domain: str | None = None
-        sub: str | None = None
-        for key in chosen.domains:
-            value = labels.get(key)
-            if value:
-                if key in chosen.clique_keys and "." in value:
-                    domain, _, sub = value.rpartition(".")
-                else:
-                    domain = value
-                break
-        rows.append((slurm, kube, chain, domain, sub))
+        if key is None:
+            named.append((item, meta["name"]))
+            continue
+        value = _value(_labels(item), meta.get("annotations") or {}, key=key)
+        if value is None:
+            skipped.append(meta["name"])
+        else:
+            named.append((item, value))
+    return named, skipped
 
+
+_Row = tuple[str, str, tuple[str, ...], str | None, str | None]
+
+
+def _row(item: Mapping[str, Any], slurm: str, chosen: LabelPreset) -> _Row:
+    """(Slurm name, Kubernetes name, tier values closest first, domain, sub-domain)."""
+    labels = _labels(item)
+    chain = tuple(t for v in map(labels.get, chosen.tiers) if v and (t := v.strip()))
+    domain: str | None = None
+    sub: str | None = None
+    for key in chosen.domains:
+        value = labels.get(key)
+        if value and (value := value.strip()):
+            if key in chosen.clique_keys and "." in value:
+                domain, _, sub = value.rpartition(".")
+            else:
+                domain = value
+            break
+    if domain is not None and sub is None and chosen.subdomains:
+        sub = next((t for v in map(labels.get, chosen.subdomains) if v and (t := v.strip())), None)
+        if sub is not None:
+            sub = sub.removeprefix(domain + ".") or None
+    return slurm, item["metadata"]["name"], chain, domain, sub
+
+
+def _choose(
+    named: list[tuple[Mapping[str, Any], str]],
+    preset: str,
+    label_map: str | None,
+    location: str | None,
+) -> LabelPreset:
+    try:
+        return resolve_preset([item for item, _ in named], preset, label_map)
+    except InputError as exc:
+        if exc.location is None and label_map is None:
+            raise type(exc)(exc.message, location=location) from None
+        raise
+
+
+def _require_some(
+    items: Sequence[Mapping[str, Any]],
+    named: list[tuple[Mapping[str, Any], str]],
+    slurm_name_key: str | None,
+    node_selector: Mapping[str, str] | None,
+    location: str | None,
+) -> None:
+    if not items:
+        chosen = ",".join(f"{k}={v}" for k, v in (node_selector or {}).items())
+        which = f" match --node-selector {chosen}" if chosen else " are in the input"
+        raise _Empty(f"no Nodes{which}; pass --allow-empty if that is expected", location=location)
+    if not named:
+        raise _Empty(
+            f"none of the {len(items)} Nodes has the label or annotation {slurm_name_key} "
+            "(the Slurm node name; no slurmd on them?); check --slurm-name-key, or pass "
+            "--allow-empty if that is expected",
+            location=location,
+        )
+
+
+def _skipped_warning(skipped: list[str], key: str, location: str | None) -> Finding:
+    out = Findings()
+    sample = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    out.add(
+        "warning",
+        f"{len(skipped)} Kubernetes Node{'' if len(skipped) == 1 else 's'}",
+        f"skipped: no label or annotation {key} (the Slurm node name; no slurmd on them?): "
+        f"{sample}",
+        "run slurmd there, or select only Slurm nodes (--node-selector)",
+        location=location,
+    )
+    return out.items[0]
+
+
+def _assemble(rows: list[_Row], name: str) -> Fabric:
     identities = {chain[i:] for _, _, chain, _, _ in rows for i in range(len(chain))}
     taken: Counter[str] = Counter(ident[0] for ident in identities)
     names = {ident: _switch_name(ident, 0, taken) for ident in sorted(identities)}
@@ -341,8 +423,81 @@ def fabric_from_nodes(
     return Fabric(name=name, switches=tuple(switches), nodes=tuple(nodes))
 
 
+def fabric_from_nodes(
+    document: Any,
+    *,
+    preset: str = "auto",
+    label_map: str | None = None,
+    slurm_name_key: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    name: str = "cluster",
+    location: str | None = None,
+    block_options: BlockOptions | None = None,
+    allow_empty: bool = True,
+) -> Fabric:
+    """Build a fabric from Node objects (see module doc).
+
+    ``slurm_name_key``: label or annotation holding the Slurm node name (default: the Node name);
+    Nodes without it (no slurmd there) are skipped, counted in ``Fabric.skipped`` and named in a
+    warning. Label values are trimmed; blank ones count as absent.
+    ``node_selector``: only Nodes whose labels match every ``key: value``.
+    ``location``: where the Nodes come from (a file), named in errors about them.
+    ``block_options``: BlockSizes, block source and oversized-domain policy of the ``nvlink``
+    block topology (default: inferred sizes, one block per domain, oversized domains split).
+    ``allow_empty``: no Node at all, no Node with a Slurm name, or no Node with a label of the
+    preset gives a flat topology; ``False`` (the CLI without ``--allow-empty``) makes each an
+    :class:`InputError` naming what was looked for. The library default stays lenient for
+    callers that refuse an empty result themselves (the labeler keeps its last good state).
+    """
+    items = node_items(document, location)
+    if node_selector:
+        items = [
+            it for it in items if all(_labels(it).get(k) == v for k, v in node_selector.items())
+        ]
+    _count_bound(items, location)
+    named, skipped = _slurm_names(items, slurm_name_key)
+    try:
+        _require_some(items, named, slurm_name_key, node_selector, location)
+        chosen = _choose(named, preset, label_map, location)
+        rows = [_row(item, slurm, chosen) for item, slurm in named]
+        if not any(chain or domain for _, _, chain, domain, _ in rows):
+            raise _Empty(
+                f"no Node has a label of preset {chosen.name} (looked for {chosen.describe()}); "
+                "check --preset/--label-map and --node-selector, or pass --allow-empty if that "
+                "is expected",
+                location=location,
+            )
+    except _Empty:
+        if not allow_empty:
+            raise
+        rows = [(slurm, item["metadata"]["name"], (), None, None) for item, slurm in named]
+    fabric = _assemble(rows, name)
+    if skipped:
+        warning = _skipped_warning(skipped, str(slurm_name_key), location)
+        fabric = dataclasses.replace(fabric, skipped=tuple(skipped), warnings=(warning,))
+    return with_block_options(fabric, block_options) if block_options else fabric
+
+
 CLUSTER_TIMEOUT = 30.0
 """Seconds one request of :func:`read_cluster_nodes` may take, connection included."""
+
+
+def _default_api() -> Any:
+    """A CoreV1Api from in-cluster config or kubeconfig, urllib3 retries off."""
+    try:
+        from kubernetes import client, config  # noqa: PLC0415 - optional, lazy
+    except ImportError as exc:  # pragma: no cover - kubernetes is a dependency
+        raise InputError("--from-cluster needs the kubernetes Python package") from exc
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except config.ConfigException:
+        try:
+            config.load_kube_config()  # type: ignore[no-untyped-call]
+        except (config.ConfigException, OSError) as exc:
+            raise InputError(f"no Kubernetes configuration found: {exc}") from None
+    configuration = client.Configuration.get_default_copy()
+    configuration.retries = False  # urllib3 would try a timed-out GET four times
+    return client.CoreV1Api(client.ApiClient(configuration))
 
 
 def read_cluster_nodes(
@@ -356,20 +511,7 @@ def read_cluster_nodes(
     ``timeout`` applies to a given ``api`` too when set.
     """
     if api is None:
-        try:
-            from kubernetes import client, config  # noqa: PLC0415 - optional, lazy
-        except ImportError as exc:  # pragma: no cover - kubernetes is a dependency
-            raise InputError("--from-cluster needs the kubernetes Python package") from exc
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            try:
-                config.load_kube_config()  # type: ignore[no-untyped-call]
-            except (config.ConfigException, OSError) as exc:
-                raise InputError(f"no Kubernetes configuration found: {exc}") from None
-        configuration = client.Configuration.get_default_copy()
-        configuration.retries = False  # urllib3 would try a timed-out GET four times
-        api = client.CoreV1Api(client.ApiClient(configuration))
+        api = _default_api()
         if timeout is None:
             timeout = CLUSTER_TIMEOUT
     out: list[Any] = []

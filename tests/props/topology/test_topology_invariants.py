@@ -22,6 +22,7 @@ from slinky_topology.model import (
     NAME_RE,
     BlockSpec,
     Fabric,
+    FlatSpec,
     Node,
     TopologyRequest,
     TreeSpec,
@@ -73,10 +74,18 @@ def _paths(fabric: Fabric) -> dict[str, tuple[str, ...]]:
 @given(st.booleans().flatmap(lambda c: fabrics(with_partitions=True, cliques=c)))
 def test_block_partition(fabric: Fabric) -> None:
     """f.4.1: in every block topology each in-scope node is in exactly one block, and the union of
-    the blocks is exactly the in-scope nodes."""
-    spec = _block(plan(fabric))
-    listed = Counter(n for b in spec.blocks for n in b.nodes)
+    the blocks is exactly the in-scope nodes. Issue 19 item 3: the partition-scoped topology is
+    flat, with a warning naming it, exactly when no in-scope node has an NVLink domain."""
+    p = plan(fabric)
     expected = {n.name for n in _scope(fabric, "nvl") if n.domain is not None}
+    topo = p.doc().get("nvl")
+    assert topo is not None
+    degraded = [w for w in p.warnings if w.subject == "topology nvl"]
+    assert isinstance(topo.spec, FlatSpec) == (not expected) == bool(degraded)
+    if not expected:
+        assert "partition gpu" in degraded[0].message
+        return
+    listed = Counter(n for b in _block(p).blocks for n in b.nodes)
     assert set(listed) == expected
     assert all(c == 1 for c in listed.values())
 
@@ -399,3 +408,33 @@ def test_partition_topologies(fabric: Fabric) -> None:
     assert {s.name for s in tree.switches} == closure
     listed = {n for b in block.blocks for n in b.nodes}
     assert listed == {n.name for n in members if n.domain}
+
+
+@given(fabrics(), st.integers(1, 8))
+def test_oversized_domains_are_split(fabric: Fabric, base: int) -> None:
+    """Issue 19 item 1: with a base block size under a domain's slots, the domain becomes blocks
+    <domain>-1..<domain>-k (k = ceil(slots / base)) of at most ``base`` nodes each, consecutive and
+    starting at an index divisible by the next power of two >= k; every present node with a
+    domain is in exactly one block, and no block mixes two domains."""
+    reqs = (TopologyRequest("nvl", "block", cluster_default=True, block_sizes=(base, 2 * base)),)
+    spec = _block(plan(replace(fabric, topologies=reqs)))
+    assert all(len(b.nodes) <= base for b in spec.blocks)
+    domain_of = {n.name: n.domain for n in fabric.nodes}
+    listed = Counter(n for b in spec.blocks for n in b.nodes)
+    assert set(listed) == {n.name for n in fabric.nodes if n.state != "absent" and n.domain}
+    assert all(c == 1 for c in listed.values())
+    assert all(len({domain_of[n] for n in b.nodes}) <= 1 for b in spec.blocks)
+    index = {b.name: i for i, b in enumerate(spec.blocks)}
+    for d in fabric.domains:
+        slots = max(d.slots or 0, sum(1 for n in fabric.nodes if n.domain == d.name), 1)
+        if slots <= base:
+            assert d.name in index
+            continue
+        pieces = -(-slots // base)
+        where = [index[f"{d.name}-{i}"] for i in range(1, pieces + 1)]
+        assert where == list(range(where[0], where[0] + pieces))
+        window = 1 << (pieces - 1).bit_length()
+        assert where[0] % window == 0
+        for i in range(1, pieces + 1):
+            block = spec.blocks[index[f"{d.name}-{i}"]]
+            assert {domain_of[n] for n in block.nodes} <= {d.name}

@@ -315,7 +315,7 @@ CORPUS = [
         ),
         id="nodes-over-slurm-limit",
     ),
-    pytest.param(_from_nodes('{"items": []}', "", "no known topology labels"), id="nodes-none"),
+    pytest.param(_from_nodes('{"items": []}', "", "no Nodes are in the input"), id="nodes-none"),
     # ---- ibnetdiscover dumps (--ibnetdiscover)
     pytest.param(_ib(b'Switch 36 "S-1" # "\xff"\n', ":1:20", "not UTF-8"), id="ib-not-utf8"),
     pytest.param(_ib("hello world\n", ":1", "unrecognised"), id="ib-garbage"),

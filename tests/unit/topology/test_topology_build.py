@@ -72,11 +72,111 @@ def test_declared_slots_set_the_base() -> None:
     assert _blocks(fabric).block_sizes == (18,)
 
 
-def test_explicit_base_too_small_is_an_error() -> None:
+def test_explicit_base_too_small_is_an_error_when_asked() -> None:
     nodes = _racks([("ra", "leaf01", 4)])
-    reqs = (TopologyRequest("b", "block", cluster_default=True, block_sizes=(2, 4)),)
+    reqs = (
+        TopologyRequest("b", "block", cluster_default=True, block_sizes=(2, 4), oversized="error"),
+    )
     with pytest.raises(ValidationError, match="domain ra: needs 4 node slots"):
         plan(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+
+
+def test_oversized_domain_is_split_into_aligned_base_blocks() -> None:
+    """A 5-node rack over base 2 becomes ra-1..ra-3 (natural node order), padded to a window of
+    four so its blocks form one aligned level-2 group; the next rack starts after that window."""
+    nodes = _racks([("ra", "leaf01", 5), ("rb", "leaf02", 2)])
+    reqs = (TopologyRequest("nvlink", "block", cluster_default=True, block_sizes=(2, 4, 8)),)
+    spec = _blocks(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+    assert [(b.name, b.nodes) for b in spec.blocks] == [
+        ("ra-1", ("ran1", "ran2")),
+        ("ra-2", ("ran3", "ran4")),
+        ("ra-3", ("ran5",)),
+        ("pad0003", ()),
+        ("rb", ("rbn1", "rbn2")),
+        ("pad0005", ()),
+        ("pad0006", ()),
+        ("pad0007", ()),
+    ]
+    units = plan(Fabric(switches=SPINE, nodes=nodes, topologies=reqs)).topologies[0].units
+    assert units["ran3"] == "ra-2" and units["rbn1"] == "rb"
+
+
+def test_split_keeps_slots_of_absent_nodes_and_declared_slots() -> None:
+    """Declared slots set how many pieces a domain gets; an absent node keeps its place."""
+    nodes = (
+        Node("a1", leaf="leaf01", domain="ra"),
+        Node("a2", leaf="leaf01", domain="ra", state="absent"),
+        Node("a3", leaf="leaf01", domain="ra"),
+    )
+    reqs = (TopologyRequest("nvlink", "block", cluster_default=True, block_sizes=(2,)),)
+    fabric = Fabric(
+        switches=SPINE, nodes=nodes, domains=(NvlinkDomain("ra", slots=6),), topologies=reqs
+    )
+    spec = _blocks(fabric)
+    assert [(b.name, b.nodes) for b in spec.blocks] == [
+        ("ra-1", ("a1",)),
+        ("ra-2", ("a3",)),
+        ("ra-3", ()),
+    ]  # no trailing placeholder: BlockSizes has no level above the base
+
+
+def test_split_name_clash_is_an_error() -> None:
+    nodes = (*_racks([("ra", "leaf01", 3)]), Node("x", leaf="leaf02", domain="ra-1"))
+    reqs = (TopologyRequest("nvlink", "block", cluster_default=True, block_sizes=(2,)),)
+    with pytest.raises(ValidationError, match="ra-1 already names another block"):
+        plan(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+
+
+def test_oversized_subdomain_is_split_too() -> None:
+    nodes = tuple(
+        Node(f"n{i}", leaf="leaf01", domain="ra", subdomain="1" if i < 4 else "2")
+        for i in range(1, 6)
+    )
+    reqs = (
+        TopologyRequest(
+            "nvlink", "block", cluster_default=True, block_sizes=(2, 4), source="subdomain"
+        ),
+    )
+    spec = _blocks(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+    listed = {b.name: b.nodes for b in spec.blocks if b.nodes}
+    assert listed == {"ra.1-1": ("n1", "n2"), "ra.1-2": ("n3",), "ra.2": ("n4", "n5")}
+
+
+def test_empty_partition_topology_degrades_to_flat_with_a_warning() -> None:
+    """No node of partition gpu is present: its tree and block become flat and say so; the
+    unscoped tree is untouched."""
+    nodes = (
+        *_racks([("ra", "leaf01", 2)]),
+        Node("c1", leaf="leaf02", partitions=("cpu",)),
+    )
+    nodes = tuple(
+        Node(n.name, leaf=n.leaf, domain=n.domain, state="absent", partitions=("gpu",))
+        if n.domain
+        else n
+        for n in nodes
+    )
+    reqs = (
+        TopologyRequest("all", "tree", cluster_default=True),
+        TopologyRequest("gpu-tree", "tree", partitions=("gpu",)),
+        TopologyRequest("gpu-block", "block", partitions=("gpu",)),
+    )
+    p = plan(Fabric(switches=SPINE, nodes=nodes, topologies=reqs))
+    kinds = {t.name: t.kind for t in p.doc().topologies}
+    assert kinds == {"all": "tree", "gpu-tree": "flat", "gpu-block": "flat"}
+    warned = [w for w in p.warnings if "wrote it as flat" in w.message]
+    assert sorted(w.subject for w in warned) == ["topology gpu-block", "topology gpu-tree"]
+    assert all("partition gpu" in w.message for w in warned)
+    assert p.specs() == {"c1": "all:spine1:leaf02"}
+    assert p.doc("dynamic").get("gpu-tree").kind == "flat"  # type: ignore[union-attr]
+
+
+def test_no_cluster_default_makes_the_first_the_default() -> None:
+    reqs = (TopologyRequest("x", "tree"), TopologyRequest("y", "flat"))
+    p = plan(Fabric(switches=SPINE, nodes=_racks([("ra", "leaf01", 1)]), topologies=reqs))
+    assert [(t.name, t.cluster_default) for t in p.doc().topologies] == [
+        ("x", True),
+        ("y", False),
+    ]
 
 
 def test_domain_without_nodes_is_a_placeholder_in_place() -> None:
@@ -179,10 +279,13 @@ def test_default_requests() -> None:
         pytest.param(
             Fabric(
                 nodes=(Node("a"),),
-                topologies=(TopologyRequest("x", "flat"), TopologyRequest("y", "flat")),
+                topologies=(
+                    TopologyRequest("x", "flat", cluster_default=True),
+                    TopologyRequest("y", "flat", cluster_default=True),
+                ),
             ),
-            "0 have clusterDefault",
-            id="no-default",
+            "2 have clusterDefault",
+            id="two-defaults",
         ),
         pytest.param(
             Fabric(

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slinky_topology import pipeline, validate
+from slinky_topology import pipeline
 from slinky_topology.cli import main, write_atomic
 from slinky_topology.sources import k8s_nodes
+from slinky_topology.validate import size as validate_size
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
 NODES = str(DATA / "nodes" / "gfd-nodes.json")
@@ -60,6 +61,19 @@ def test_generate_write_check_and_stale(tmp_path: Path, capsys: pytest.CaptureFi
             ["generate", "--from-nodes", NODES, "--node-selector", "novalue"], id="bad-selector"
         ),
         pytest.param([], id="no-command"),
+        pytest.param(
+            ["generate", "--fabric", "default", "--block-sizes", "18,36"],
+            id="block-sizes-with-fabric",
+        ),
+        pytest.param(
+            ["generate", "--fabric", "default", "--oversized-domains", "error"],
+            id="oversized-with-fabric",
+        ),
+        pytest.param(["generate", "--from-nodes", NODES, "--block-sizes", "4,x"], id="sizes-text"),
+        pytest.param(["generate", "--from-nodes", NODES, "--block-sizes", "4,6"], id="sizes-ratio"),
+        pytest.param(
+            ["generate", "--from-nodes", NODES, "--block-source", "rack"], id="bad-block-source"
+        ),
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,13 +189,13 @@ def test_oversize_static_falls_back_to_skeleton(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(pipeline, "CONFIGMAP_LIMIT", 450)
-    monkeypatch.setattr(validate, "CONFIGMAP_LIMIT", 450)
+    monkeypatch.setattr(validate_size, "CONFIGMAP_LIMIT", 450)
     assert main(["generate", "--fabric", "default"]) == 0
     out, err = capsys.readouterr()
     assert "nodes:" not in out
     assert "warning: topology.yaml: static output is" in err
     monkeypatch.setattr(pipeline, "CONFIGMAP_LIMIT", 100)
-    monkeypatch.setattr(validate, "CONFIGMAP_LIMIT", 100)
+    monkeypatch.setattr(validate_size, "CONFIGMAP_LIMIT", 100)
     assert main(["generate", "--fabric", "default"]) == 1
     assert "over the 100-byte ConfigMap limit" in capsys.readouterr().err
 
@@ -252,3 +266,103 @@ def test_node_order_does_not_change_output(tmp_path: Path) -> None:
         assert main(["generate", "--from-nodes", path, "--shape", "static", "-o", str(target)]) == 0
         outs.append(target.read_text())
     assert outs[0] == outs[1]
+
+
+# --- issue 19 --------------------------------------------------------------------------------------
+
+
+def _write_nodes(tmp_path: Path, items: list[dict[str, object]]) -> str:
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"kind": "List", "items": items}))
+    return str(path)
+
+
+def _tg(name: str, domain: str) -> dict[str, object]:
+    labels = {"fabric.topograph.run/tier-0": "leaf1", "accelerator.topograph.run/domain": domain}
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def test_block_flags_split_an_oversized_domain_of_label_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--block-sizes under the domain size splits it (default) or fails with
+    --oversized-domains error, naming the domain and the flag that allows the split."""
+    nodes = _write_nodes(tmp_path, [_tg(f"n{i}", "nvl1") for i in range(1, 7)])
+    args = ["generate", "--from-nodes", nodes, "--shape", "static", "--block-sizes", "4,8"]
+    assert main(args) == 0
+    loaded = yaml.safe_load(capsys.readouterr().out)
+    blocks = next(t for t in loaded if t["topology"] == "nvlink")["block"]
+    assert blocks == {
+        "block_sizes": [4, 8],
+        "blocks": [{"block": "nvl1-1", "nodes": "n[1-4]"}, {"block": "nvl1-2", "nodes": "n[5-6]"}],
+    }
+    assert main([*args, "--oversized-domains", "error"]) == 1
+    err = capsys.readouterr().err
+    assert "domain nvl1: needs 6 node slots, more than the base block size 4" in err
+    assert "--oversized-domains split" in err
+
+
+def test_block_source_flag_makes_blocks_per_clique(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["annotations", "--from-nodes", NODES, "--block-source", "subdomain"]) == 0
+    specs = json.loads(capsys.readouterr().out)
+    assert specs["gb200-a-01"] == "nvlink:7b968a6d-c8aa-45e1-9e07-e1e51be99c31.1"
+
+
+def test_nodes_without_preset_labels_fail_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = _write_nodes(tmp_path, [{"metadata": {"name": "c1", "labels": {"x": "y"}}}])
+    assert main(["generate", "--from-nodes", nodes, "--preset", "gke"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {nodes}: no Node has a label of preset gke (looked for ")
+    assert "cloud.google.com/gce-topology-subblock" in err and "--allow-empty" in err
+    assert main(["generate", "--from-nodes", nodes, "--preset", "gke", "--allow-empty"]) == 0
+    out = capsys.readouterr().out
+    assert "- topology: flat\n  cluster_default: true\n  flat: true\n" in out
+
+
+def test_skipped_nodes_are_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    named = _tg("k1", "nvl1")
+    named["metadata"]["annotations"] = {"slurm/name": "s1"}  # type: ignore[index]
+    nodes = _write_nodes(tmp_path, [named, _tg("k2", "nvl1")])
+    argv = ["annotations", "--from-nodes", nodes, "--slurm-name-key", "slurm/name"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"k1": "fabric:leaf1,nvlink:nvl1"}
+    assert err == (
+        f"warning: {nodes}: 1 Kubernetes Node: skipped: no label or annotation slurm/name "
+        "(the Slurm node name; no slurmd on them?): k2 (fix: run slurmd there, or select only "
+        "Slurm nodes (--node-selector))\n"
+    )
+
+
+def test_check_accepts_a_file_without_cluster_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """topology.yaml(5) defaults cluster_default to false; a file setting none loads in Slurm
+    (the first topology is then the default), so check passes and says which one that is."""
+    topo = tmp_path / "topology.yaml"
+    topo.write_text("- topology: a\n  flat: true\n- topology: b\n  flat: true\n")
+    assert main(["check", str(topo)]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"ok: {topo}: a (flat), b (flat)\n"
+    assert "Slurm uses the first one, a," in err
+    topo.write_text(
+        "- topology: a\n  cluster_default: true\n  flat: true\n"
+        "- topology: b\n  cluster_default: true\n  flat: true\n"
+    )
+    assert main(["check", str(topo)]) == 1
+    assert "2 topologies have cluster_default: true" in capsys.readouterr().err
+
+
+def test_fabric_without_cluster_default_generates_exactly_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fabric = yaml.safe_load(Path(str(DATA.parents[0] / "fabrics" / "nvl72-racks.yaml")).read_text())
+    for request in fabric["spec"]["topologies"]:
+        request.pop("clusterDefault", None)
+    path = tmp_path / "fabric.yaml"
+    path.write_text(yaml.safe_dump(fabric))
+    assert main(["generate", "--fabric", str(path)]) == 0
+    loaded = yaml.safe_load(capsys.readouterr().out)
+    assert [t["cluster_default"] for t in loaded] == [True] + [False] * (len(loaded) - 1)

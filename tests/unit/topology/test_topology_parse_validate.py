@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from slinky_topology.errors import InputError
@@ -9,6 +11,7 @@ from slinky_topology.model import Block, BlockSpec, Topology, TopologyDoc, TreeS
 from slinky_topology.parse import detect_format, parse_topology_conf, parse_topology_yaml
 from slinky_topology.validate import (
     block_sizes_findings,
+    parse_block_sizes,
     size_findings,
     validate_doc,
     validate_specs,
@@ -361,3 +364,20 @@ def test_many_switches_warn() -> None:
     lines += [f"SwitchName=l{i:04d} Nodes=n{i}" for i in range(1001)]
     warnings = _warnings(parse_topology_conf("\n".join(lines)), True)
     assert any("1002 switches" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("18,x", "'18,x' is not a comma-separated list of integers", id="text"),
+        pytest.param("18,27", "27 is not a multiple of the base 18", id="not-multiple"),
+        pytest.param("18,54", "54 / 18 is not a power of two", id="not-power-of-two"),
+        pytest.param("0", "values must be positive", id="zero"),
+    ],
+)
+def test_parse_block_sizes_names_the_value(text: str, message: str) -> None:
+    """What --block-sizes (CLI and labeler) accepts: the BlockSizes rules of a fabric file."""
+    with pytest.raises(InputError, match=re.escape(message)) as err:
+        parse_block_sizes(text, "topology.blockSizes")
+    assert str(err.value).startswith("topology.blockSizes")
+    assert parse_block_sizes("18,36,72") == (18, 36, 72)

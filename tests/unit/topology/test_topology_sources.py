@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -11,7 +12,8 @@ import pytest
 import yaml
 
 from slinky_topology.build import plan
-from slinky_topology.errors import InputError
+from slinky_topology.errors import InputError, ValidationError
+from slinky_topology.model import BlockOptions, BlockSpec
 from slinky_topology.sources import fabric_file, ibnetdiscover, k8s_nodes
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
@@ -204,7 +206,7 @@ def test_presets(
 
 def test_auto_detection_errors() -> None:
     with pytest.raises(InputError, match="no known topology labels"):
-        k8s_nodes.fabric_from_nodes([_node("a", foo="bar")])
+        k8s_nodes.fabric_from_nodes([_node("a", foo="bar")], allow_empty=False)
     mixed = [
         _node("a", **{"fabric.topograph.run/tier-0": "l"}),
         _node("b", **{"topology.nebius.com/tier-1": "r"}),
@@ -272,8 +274,8 @@ def test_slurm_name_key_selector_and_document_shapes() -> None:
         doc, slurm_name_key="slurm/name", node_selector={"pool": "gpu"}
     )
     assert [(n.name, n.kube_name) for n in fabric.nodes] == [("s1", "k1")]
-    with pytest.raises(InputError, match="has no label or annotation"):
-        k8s_nodes.fabric_from_nodes(doc, slurm_name_key="other")
+    with pytest.raises(InputError, match="none of the 2 Nodes has the label or annotation other"):
+        k8s_nodes.fabric_from_nodes(doc, slurm_name_key="other", allow_empty=False)
     with pytest.raises(InputError, match="NodeList"):
         k8s_nodes.node_items({"kind": "Pod"})
     with pytest.raises(InputError, match=r"no metadata\.name"):
@@ -361,3 +363,157 @@ def test_read_cluster_nodes_wraps_client_errors() -> None:
 
     with pytest.raises(InputError, match="listing Nodes failed: 403 Forbidden"):
         k8s_nodes.read_cluster_nodes(BrokenApi())
+
+
+# --- issue 19: label inputs get the fabric file's block controls; partial labels ------------------
+
+TOPOGRAPH_DOMAIN = "accelerator.topograph.run/domain"
+TOPOGRAPH_SUB = "accelerator.topograph.run/sub-domain"
+
+
+def _topograph_node(name: str, leaf: str, domain: str, sub: str | None = None) -> dict[str, Any]:
+    labels = {"fabric.topograph.run/tier-0": leaf, TOPOGRAPH_DOMAIN: domain}
+    if sub is not None:
+        labels[TOPOGRAPH_SUB] = sub
+    return _node(name, **labels)
+
+
+def test_topograph_preset_reads_the_sub_domain() -> None:
+    """The sub-domain label as topograph's k8s engine writes it (a raw id, sometimes carrying
+    the domain as a prefix) becomes the node's sub-domain; blocks per sub-domain follow it."""
+    nodes = [
+        _topograph_node("a1", "leaf1", "nvl1", "r1"),
+        _topograph_node("a2", "leaf1", "nvl1", "nvl1.r2"),
+        _topograph_node("a3", "leaf1", "nvl1"),
+    ]
+    fabric = k8s_nodes.fabric_from_nodes(nodes, preset="topograph")
+    assert [(n.domain, n.subdomain) for n in fabric.nodes] == [
+        ("nvl1", "r1"),
+        ("nvl1", "r2"),
+        ("nvl1", None),
+    ]
+    options = BlockOptions(source="subdomain")
+    by_sub = plan(k8s_nodes.fabric_from_nodes(nodes, preset="topograph", block_options=options))
+    assert by_sub.specs() == {
+        "a1": "fabric:leaf1,nvlink:nvl1.r1",
+        "a2": "fabric:leaf1,nvlink:nvl1.r2",
+        "a3": "fabric:leaf1,nvlink:nvl1",
+    }
+
+
+def test_block_options_reach_the_nvlink_topology() -> None:
+    """BlockSizes and the oversized-domain policy given for a label input shape its block
+    topology: a 4-node domain over base 2 is split, or refused when asked to."""
+    nodes = [_topograph_node(f"n{i}", "leaf1", "nvl1") for i in range(1, 5)]
+    split = k8s_nodes.fabric_from_nodes(nodes, block_options=BlockOptions(block_sizes=(2, 4)))
+    (request,) = [r for r in split.topologies if r.kind == "block"]
+    assert request.block_sizes == (2, 4)
+    spec = plan(split).doc().get("nvlink").spec  # type: ignore[union-attr]
+    assert isinstance(spec, BlockSpec)
+    assert [(b.name, b.nodes) for b in spec.blocks] == [
+        ("nvl1-1", ("n1", "n2")),
+        ("nvl1-2", ("n3", "n4")),
+    ]
+    strict = BlockOptions(block_sizes=(2, 4), oversized="error")
+    with pytest.raises(ValidationError, match="needs 4 node slots, more than the base block size"):
+        plan(k8s_nodes.fabric_from_nodes(nodes, block_options=strict))
+
+
+def test_nodes_without_a_slurm_name_are_skipped_and_counted() -> None:
+    """A Node without the Slurm-name label/annotation (no slurmd there) is left out, counted in
+    Fabric.skipped and named in a warning that reaches the plan; values are trimmed."""
+    nodes: list[dict[str, Any]] = [
+        {"metadata": {"name": f"k{i}", "labels": {TOPOGRAPH_DOMAIN: " nvl1 "}}} for i in range(8)
+    ]
+    for i, item in enumerate(nodes[:2]):
+        item["metadata"]["annotations"] = {"slurm/name": f" s{i}\n"}
+    nodes[2]["metadata"]["labels"]["slurm/name"] = "   "  # blank counts as absent
+    fabric = k8s_nodes.fabric_from_nodes(nodes, preset="topograph", slurm_name_key="slurm/name")
+    assert [(n.name, n.kube_name, n.domain) for n in fabric.nodes] == [
+        ("s0", "k0", "nvl1"),
+        ("s1", "k1", "nvl1"),
+    ]
+    assert fabric.skipped == ("k2", "k3", "k4", "k5", "k6", "k7")
+    (warning,) = plan(fabric).warnings
+    assert warning.subject == "6 Kubernetes Nodes"
+    assert "no label or annotation slurm/name" in warning.message
+    assert "k2, k3, k4, k5, k6, ..." in warning.message
+
+
+def test_label_values_are_trimmed() -> None:
+    fabric = k8s_nodes.fabric_from_nodes(
+        [_node("a", **{"fabric.topograph.run/tier-0": " leaf1\t", TOPOGRAPH_DOMAIN: "nvl1 "})]
+    )
+    assert [(n.leaf, n.domain) for n in fabric.nodes] == [("leaf1", "nvl1")]
+    assert [s.name for s in fabric.switches] == ["leaf1"]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "kwargs", "message"),
+    [
+        pytest.param(
+            [_node("a", foo="bar")],
+            {"preset": "topograph"},
+            "no Node has a label of preset topograph (looked for fabric.topograph.run/tier-0..7, "
+            "accelerator.topograph.run/domain, accelerator.topograph.run/sub-domain)",
+            id="preset-matches-nothing",
+        ),
+        pytest.param(
+            [_node("a", foo="bar")],
+            {"label_map": "leaf=rack,accelerator=nvl"},
+            "no Node has a label of preset custom (looked for rack, nvl)",
+            id="label-map-matches-nothing",
+        ),
+        pytest.param(
+            [_node("a", pool="cpu")],
+            {"preset": "gfd", "node_selector": {"pool": "gpu"}},
+            "no Nodes match --node-selector pool=gpu",
+            id="selector-matches-nothing",
+        ),
+        pytest.param(
+            [_node("a", foo="bar")], {}, "no known topology labels", id="auto-finds-nothing"
+        ),
+    ],
+)
+def test_nothing_to_place_is_an_error_unless_allowed(
+    nodes: list[dict[str, Any]], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InputError, match=re.escape(message)):
+        k8s_nodes.fabric_from_nodes(nodes, allow_empty=False, **kwargs)
+    fabric = k8s_nodes.fabric_from_nodes(nodes, allow_empty=True, **kwargs)
+    assert all(n.leaf is None and n.domain is None for n in fabric.nodes)
+    assert [t.kind for t in plan(fabric).doc().topologies] == ["flat"]
+
+
+def test_label_map_subdomain_role() -> None:
+    preset = k8s_nodes.preset_from_label_map("accelerator=nvl,subdomain=tray")
+    assert preset.subdomains == ("tray",)
+    fabric = k8s_nodes.fabric_from_nodes(
+        [_node("a", nvl="d1", tray="t1")], label_map="accelerator=nvl,subdomain=tray"
+    )
+    assert (fabric.nodes[0].domain, fabric.nodes[0].subdomain) == ("d1", "t1")
+
+
+def test_fabric_file_oversized_domains_key(tmp_path: Path) -> None:
+    """``oversizedDomains`` of a fabric topology reaches the request (default split)."""
+    data = yaml.safe_load(_FABRIC_WITH_REQUESTS)
+    path = tmp_path / "fabric.yaml"
+    path.write_text(yaml.safe_dump(data))
+    requests = {r.name: r for r in fabric_file.load_fabric(str(path)).topologies}
+    assert requests["split"].oversized == "split"
+    assert requests["strict"].oversized == "error"
+    assert not any(r.cluster_default for r in requests.values())
+    with pytest.raises(ValidationError, match="domain r1: needs 4 node slots"):
+        plan(fabric_file.load_fabric(str(path)))
+
+
+_FABRIC_WITH_REQUESTS = """\
+apiVersion: fabric.example.org/v1alpha1
+kind: Fabric
+spec:
+  nodes:
+    - {name: "n[1-4]", nvlinkDomain: r1}
+  topologies:
+    - {name: split, type: block, blockSizes: [2, 4]}
+    - {name: strict, type: block, blockSizes: [2, 4], oversizedDomains: error}
+"""
