@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import charts as chart_index
-from slinky_harness import kubeschema
+from slinky_harness.helm import charts as chart_index
+from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.k8s.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "cluster"
@@ -61,7 +61,7 @@ def nested_overrides() -> dict[str, Any]:
 def umbrella_managed_namespaces(profile: dict[str, Any]) -> list[str]:
     """Namespaces the umbrella's bridge manages with ``profile`` (they must exist, as in
     production); none when the profile switches the bridge off."""
-    from slinky_harness import umbrella  # noqa: PLC0415 - only the umbrella tests need it
+    from slinky_harness.helm import umbrella  # noqa: PLC0415 - only the umbrella tests need it
 
     defaults = chart_index.load_yaml(umbrella.UMBRELLA_DIR / "values.yaml")
     bridge = {**(defaults.get("slurm-bridge") or {}), **(profile.get("slurm-bridge") or {})}

@@ -1,7 +1,7 @@
 """Fixtures of the cluster tier: one kwok control plane per session, one namespace per test.
 
 The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok) is built
-once per machine by ``slinky_harness.controlplane.ensure_binaries`` and started with the fleet
+once per machine by ``slinky_harness.build.controlplane.ensure_binaries`` and started with the fleet
 ``tests/data/fleets/small-gpu.yaml`` (override with ``SLINKY_CLUSTER_FLEET``). Every test in this
 folder gets the ``cluster`` marker.
 """
@@ -18,8 +18,8 @@ import pytest
 from kubernetes import client
 from tests.cluster.charts_support import Helm
 
-from slinky_harness.controlplane import Cluster, wait_until
-from slinky_harness.fleet import Fleet, load_fleet
+from slinky_harness.k8s.cluster import Cluster, wait_until
+from slinky_harness.k8s.fleet import Fleet, load_fleet
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -34,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "operator: runs the real Slinky operator (slinky_harness.operator), built with the control "
+        "operator: runs the real Slinky operator (slinky_harness.k8s.operator), built with the control "
         "plane from tools/go.mod",
     )
 
@@ -118,7 +118,7 @@ def namespace(request: pytest.FixtureRequest, core: Any) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     """The pinned Helm 4 bound to the session cluster (its own config and cache folders)."""
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     return Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
 
@@ -126,6 +126,6 @@ def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
 @pytest.fixture(scope="session")
 def helm3(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     """The pinned Helm 3 bound to the session cluster."""
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     return Helm(toolchain.ensure("helm3"), cluster, tmp_path_factory.mktemp("helm3"))

@@ -9,7 +9,7 @@ so every request of the labeler goes through RBAC exactly as in the cluster. The
 runs as local processes (``python -m slinky_topology.labeler``) with the container arguments the
 chart renders for its Deployment, plus the kubeconfig, a metrics port and faster pacing.
 
-Writes are counted from the API server's audit log (:mod:`slinky_harness.labeler_bench`), by
+Writes are counted from the API server's audit log (:mod:`slinky_harness.apps.labeler_bench`), by
 identity and token, never from the labeler's own counters.
 
 The fake nodes are not kwok-managed (no kwok controller, no scheduler run in this control plane):
@@ -40,17 +40,17 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from tests.cluster import charts_support
 
-from slinky_harness import labeler_bench as lb
-from slinky_harness.controlplane import Cluster
+from slinky_harness.apps import labeler_bench as lb
 from slinky_harness.core import ports
 from slinky_harness.core.processes import die_with_parent
-from slinky_harness.fleet import load_fleet
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.fleet import load_fleet
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from slinky_harness.fleet import Fleet
-    from slinky_harness.slurm import SlurmCtld
+    from slinky_harness.k8s.fleet import Fleet
+    from slinky_harness.slurm.ctld import SlurmCtld
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "tests" / "data" / "fleets" / "labeler-nvl72-1k.yaml"
@@ -408,7 +408,7 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
     """Start the lab (see :class:`LabelerLab`); stop every replica and the cluster on exit."""
     from kubernetes import client  # noqa: PLC0415
 
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     timings: dict[str, float] = {}
     t0 = time.monotonic()

@@ -12,11 +12,11 @@ Slurm is the chroot's slurmctld 26.05 (emulator build) with one emulated slurmd 
 named as the Kubernetes node, 8 ``gres/gpu`` each, and the profile's Slurm side: its MCS settings
 and its two partitions on the same nodes (the batch partition ``gpu`` and the bridge's
 ``slurm-bridge``). slurmrestd answers under the Service URL of the chart's ``config.yaml``
-through :class:`slinky_harness.operator.ServiceProxy`.
+through :class:`slinky_harness.k8s.operator.ServiceProxy`.
 
 The bridge's scheduler (the chart's complete KubeSchedulerConfiguration, plugin section
 included), admission webhook and controllers run as the chart's ServiceAccounts with the
-chart's arguments (:mod:`slinky_harness.bridge`). Every expectation comes from the values and the
+chart's arguments (:mod:`slinky_harness.k8s.bridge`). Every expectation comes from the values and the
 submitted workloads: the partition and MCS label from the chart's values, the node count from
 the pods, the GPU counts from their limits, the capacity from the fleet.
 
@@ -38,13 +38,14 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness import bridge as slinky_bridge
-from slinky_harness import charts, slurm
-from slinky_harness import operator as slinky_operator
-from slinky_harness.controlplane import Cluster
-from slinky_harness.fleet import load_fleet
-from slinky_harness.slurm_chroot import MOUNT_POINT
-from slinky_harness.toolchain import module_dir
+from slinky_harness.build.gobuild import module_dir
+from slinky_harness.build.slurm_chroot import MOUNT_POINT
+from slinky_harness.helm import charts
+from slinky_harness.k8s import bridge as slinky_bridge
+from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.fleet import load_fleet
+from slinky_harness.slurm import ctld as slurm
 from slinky_topology import hostlist
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     work = tmp_path_factory.mktemp("bridge")
     fleet = load_fleet(str(FLEET_FILE))

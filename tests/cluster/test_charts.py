@@ -17,8 +17,8 @@ from tests.cluster import charts_support as support
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.charts import Scenario
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.charts import Scenario
+    from slinky_harness.k8s.cluster import Cluster
 
 Helm = support.Helm
 SCENARIOS = support.chart_scenarios()

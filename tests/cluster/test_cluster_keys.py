@@ -22,12 +22,12 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness.controlplane import K8S_VERSION
+from slinky_harness.build.controlplane import K8S_VERSION
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.k8s.cluster import Cluster
 
 Helm = support.Helm
 CHART = str(support.CHARTS["slurm-cluster"].path)

@@ -10,17 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes import client
 
-from slinky_harness.controlplane import (
-    K8S_VERSION,
-    Cluster,
-    ControlPlaneError,
-    port_in_use,
-    wait_until,
-)
-from slinky_harness.fleet import GROUP_LABEL, FleetError, load_fleet, parse_fleet
+from slinky_harness.build.controlplane import K8S_VERSION, ControlPlaneError
+from slinky_harness.k8s.cluster import Cluster, port_in_use, wait_until
+from slinky_harness.k8s.fleet import GROUP_LABEL, FleetError, load_fleet, parse_fleet
 
 if TYPE_CHECKING:
-    from slinky_harness.fleet import Fleet
+    from slinky_harness.k8s.fleet import Fleet
 
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 PAUSE = "registry.k8s.io/pause:3.10"
@@ -324,7 +319,7 @@ spec:
 def test_helm_install_wait_and_helm_test_finish(
     cluster: Cluster, namespace: str, tmp_path: Path, helm_name: str
 ) -> None:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     helm = toolchain.ensure(helm_name)
     chart = tmp_path / "hook-demo"

@@ -1,4 +1,4 @@
-"""``nox -s demo`` (``slinky_harness.demo``): its report is checked against the live cluster.
+"""``nox -s demo`` (``slinky_harness.apps.demo``): its report is checked against the live cluster.
 
 The demo runs in-process (``main([...])``). With ``--keep`` the cluster stays up after the report,
 so the releases, object counts, node annotations and Slurm lines it printed are compared with what
@@ -19,9 +19,10 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness import demo, toolchain
-from slinky_harness import operator as slinky_operator
-from slinky_harness.controlplane import binaries_dir
+from slinky_harness.apps import demo
+from slinky_harness.build import slinky, toolchain
+from slinky_harness.build.controlplane import binaries_dir
+from slinky_harness.k8s import operator as slinky_operator
 from slinky_topology import hostlist
 from slinky_topology.build import plan
 from slinky_topology.pipeline import render_output
@@ -65,9 +66,9 @@ def _kubectl_json(env: dict[str, str], *args: str) -> Any:
 
 
 def _loaded_text(conf: str) -> str:
-    """The caller's part of a slurm.conf composed by slinky_harness.slurm (after its keys)."""
+    """The caller's part of a slurm.conf composed by slinky_harness.slurm.ctld (after its keys)."""
     head, sep, text = conf.partition("\n\n")
-    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm"), conf
+    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm.ctld"), conf
     return text
 
 
@@ -217,7 +218,7 @@ def _check_operator_ran(out: str, conf: str, env: dict[str, str], work: Path) ->
     """The operator line, checked against the live cluster and the operator's own log."""
     assert demo.OPERATOR_SKIPPED not in out, out
     line = re.search(
-        rf"^operator: RAN the Slinky slurm-operator {slinky_operator.VERSION} manager, built from "
+        rf"^operator: RAN the Slinky slurm-operator {slinky.VERSION} manager, built from "
         r".+, as (\S+) \(the chart's ServiceAccount .*no RBAC denial or schema error.*"
         r"wrote ConfigMap (\S+)/(\S+) \(owner: the Controller\).*"
         r"its slurm.conf is the one slurmctld loads below$",
@@ -276,7 +277,7 @@ def test_demo_fails_once_when_the_operator_cannot_be_built(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken() -> Path:
-        raise slinky_operator.OperatorUnavailable("building slurm-operator v1.2.1 failed: injected")
+        raise slinky.OperatorUnavailable("building slurm-operator v1.2.1 failed: injected")
 
     monkeypatch.setattr(slinky_operator, "ensure_operator", broken)
     work = tmp_path / "work"

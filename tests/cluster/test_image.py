@@ -1,7 +1,7 @@
 """The labeler image, built from the repository ``Dockerfile`` and run without Docker.
 
 Rootful podman from Debian's packages builds the real ``Dockerfile`` on a Python base made from
-Debian packages (no image registry is reachable; :mod:`slinky_harness.image`), then runs it the
+Debian packages (no image registry is reachable; :mod:`slinky_harness.build.image`), then runs it the
 way the chart runs its pod: the image's own non-root user, a read-only root filesystem with a
 tmpfs on ``/tmp`` only, no capabilities, host network. A ``--once`` pass of the controller inside
 the container labels the 1,010-node kwok fleet of the labeler tests (its own control plane, the
@@ -22,8 +22,8 @@ from packaging.utils import canonicalize_name
 from tests.cluster import labeler_cluster_support as support
 from tests.cluster.labeler_cluster_support import CONFIGMAP, NAMESPACE, SPEC, LabelerLab
 
-from slinky_harness import image
-from slinky_harness import labeler_bench as lb
+from slinky_harness.apps import labeler_bench as lb
+from slinky_harness.build import image
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -38,15 +38,15 @@ from tests.cluster.labeler_cluster_support import (
     expected_block,
 )
 
-from slinky_harness import labeler_bench as lb
-from slinky_harness.controlplane import wait_until as wait_for
-from slinky_harness.slurm import ensure_chroot, parse_records, slurmctld
-from slinky_harness.slurm_topo import read_blocks, read_tree
+from slinky_harness.apps import labeler_bench as lb
+from slinky_harness.k8s.cluster import wait_until as wait_for
+from slinky_harness.slurm.ctld import ensure_chroot, parse_records, slurmctld
+from slinky_harness.slurm.topology import read_blocks, read_tree
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from slinky_harness.slurm import SlurmCtld
+    from slinky_harness.slurm.ctld import SlurmCtld
 
 OWNED_LABEL = {
     LEAF: f"{OWNED_PREFIX}leaf",

@@ -15,10 +15,10 @@ TokenRequest token), so the chart's RBAC is what it is allowed. For each scenari
 
 NodeSet pods: the operator asks slurmrestd before it creates them, so once slurmctld runs, a real
 slurmrestd (same chroot) answers under the RestApi's Service name through
-``slinky_harness.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
+``slinky_harness.k8s.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
 then land only on nodes matching the NodeSet's selector and GPU request (kwok runs them).
 Marked ``operator``: ``nox -s cluster`` runs these only where the operator can be built (see
-``slinky_harness.operator``); elsewhere it prints one line saying why.
+``slinky_harness.k8s.operator``); elsewhere it prints one line saying why.
 """
 
 from __future__ import annotations
@@ -37,16 +37,20 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness import charts, slurm, slurm_topo, slurmdbd, umbrella
-from slinky_harness import operator as slinky_operator
-from slinky_harness.charts import load_yaml
-from slinky_harness.controlplane import Cluster
+from slinky_harness.build import slinky
+from slinky_harness.helm import charts, umbrella
+from slinky_harness.helm.charts import load_yaml
+from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.slurm import ctld as slurm
+from slinky_harness.slurm import dbd as slurmdbd
+from slinky_harness.slurm import topology as slurm_topo
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from slinky_harness.charts import Scenario
+    from slinky_harness.helm.charts import Scenario
 
 pytestmark = pytest.mark.operator
 
@@ -60,7 +64,7 @@ EXPECTED_NOISE = ("Bad Gateway", "no such host", "connection refused", "context 
 
 @pytest.fixture(scope="module")
 def op_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    slinky_operator.ensure_operator()  # fails here, with the reason, if it cannot be built
+    slinky.ensure_operator()  # fails here, with the reason, if it cannot be built
     with Cluster.start(tmp_path_factory.mktemp("operator-cluster"), fleet=FLEET) as running:
         running.apply(support.DATA / "prerequisites.yaml")
         support.install_third_party_crds(running)
@@ -76,7 +80,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurmdbd.Mari
 
 @pytest.fixture(scope="module")
 def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> support.Helm:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     return support.Helm(toolchain.ensure("helm"), op_cluster, tmp_path_factory.mktemp("helm"))
 

@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 CHILD = """
 import sys, time
 from pathlib import Path
-from slinky_harness.controlplane import Cluster
+from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.core.processes import install_sigterm_as_interrupt
-from slinky_harness.operator import run_process
+from slinky_harness.k8s.operator import run_process
 
 work = Path(sys.argv[1])
 install_sigterm_as_interrupt()
@@ -47,8 +47,8 @@ PYTEST_CHILD = """
 import sys, time
 from pathlib import Path
 import pytest
-from slinky_harness.controlplane import Cluster
-from slinky_harness.operator import run_process
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.operator import run_process
 
 @pytest.fixture
 def running(tmp_path_factory):

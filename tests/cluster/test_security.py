@@ -25,8 +25,8 @@ from tests.cluster import charts_support as support
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from slinky_harness.charts import Scenario
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.charts import Scenario
+    from slinky_harness.k8s.cluster import Cluster
 
 SCENARIOS = support.chart_scenarios()
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob", "Pod", "ReplicaSet"}

@@ -17,12 +17,12 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness import charts, umbrella
+from slinky_harness.helm import charts, umbrella
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.k8s.cluster import Cluster
 
 PROFILES = charts.profiles()
 CASES: dict[str, dict[str, Any]] = {

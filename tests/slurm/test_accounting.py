@@ -1,7 +1,7 @@
 """Accounting with real slurmdbd 26.05 and MariaDB, configured from what slurm-cluster renders.
 
 slurmdbd runs the slurmdbd.conf the Slinky operator writes for the rendered ``Accounting`` object
-(:func:`slinky_harness.slurmdbd.operator_slurmdbd_conf`), with the chart's storage settings and the
+(:func:`slinky_harness.slurm.dbd.operator_slurmdbd_conf`), with the chart's storage settings and the
 database password Secret; slurmctld runs with ``accounting_storage/slurmdbd`` on the chart's
 slurm.conf lines. Also: a user's first job with the chart's defaults (no account created first).
 """
@@ -15,8 +15,8 @@ import pytest
 import yaml
 from tests.slurm import scheduling_support as sched
 
-from slinky_harness.slurm import SlurmCommandError, slurmctld
-from slinky_harness.slurmdbd import (
+from slinky_harness.slurm.ctld import SlurmCommandError, slurmctld
+from slinky_harness.slurm.dbd import (
     AccountingSpec,
     mariadb,
     operator_slurmdbd_conf,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from tests.slurm.conftest import ClusterFactory
 
-    from slinky_harness.slurmdbd import MariaDB
+    from slinky_harness.slurm.dbd import MariaDB
 
 CI = sched.CHART / "ci"
 ACCOUNTING_ON: dict[str, Any] = {"accounting": {"enabled": True}}

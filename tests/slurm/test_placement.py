@@ -1,6 +1,6 @@
 """Placement quality with real jobs on emulated slurmd (issue 6 item 8).
 
-One fixed, seeded job mix (``slinky_harness.placement``: 40 jobs of 2-16 nodes, arriving faster
+One fixed, seeded job mix (``slinky_harness.apps.placement``: 40 jobs of 2-16 nodes, arriving faster
 than they finish so the free nodes fragment) runs three times on one emulated slurmd per node of
 ``tests/data/fabrics/nvl72-racks.yaml`` (4 GB200 NVL72-style racks of 18 nodes under 2 leaves,
 72 slurmd): with the generated block topology (``--segment``), with the generated tree
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.placement import (
+from slinky_harness.apps.placement import (
     DEFAULT_FABRIC,
     JOBS,
     MODES,
@@ -25,7 +25,7 @@ from slinky_harness.placement import (
     main,
     run_mix,
 )
-from slinky_harness.slurm import chroot_info
+from slinky_harness.slurm.ctld import chroot_info
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -76,7 +76,7 @@ def test_generated_topology_places_jobs_at_least_as_well_as_none(
 def test_main_prints_figures_and_writes_json(
     slurm_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``python -m slinky_harness.placement`` (a short run: 4 jobs, block mode only)."""
+    """``python -m slinky_harness.apps.placement`` (a short run: 4 jobs, block mode only)."""
     if not chroot_info(slurm_root).emulator:
         pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
     out = tmp_path / "placement.json"

@@ -19,7 +19,7 @@ import pytest
 from tests.slurm import scheduling_support as sched
 
 from slinky_harness.core.progress import heartbeat
-from slinky_harness.slurm import SlurmCommandError
+from slinky_harness.slurm.ctld import SlurmCommandError
 
 if TYPE_CHECKING:
     from tests.slurm.conftest import ClusterFactory

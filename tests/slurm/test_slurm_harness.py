@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.slurm import (
+from slinky_harness.build.slurm_chroot import debian_mirror
+from slinky_harness.slurm.ctld import (
     HARNESS_KEYS,
     SLURM_SERIES,
     SlurmChrootError,
@@ -24,12 +25,11 @@ from slinky_harness.slurm import (
     parse_records,
     slurmctld,
 )
-from slinky_harness.slurm import main as slurm_main
-from slinky_harness.slurm_chroot import debian_mirror
-from slinky_harness.slurm_topo import TreeTopology, expand, parse_topology_conf, read_tree
+from slinky_harness.slurm.ctld import main as slurm_main
+from slinky_harness.slurm.topology import TreeTopology, expand, parse_topology_conf, read_tree
 
 if TYPE_CHECKING:
-    from slinky_harness.slurm import CtldFactory
+    from slinky_harness.slurm.ctld import CtldFactory
 
 
 def _mounts_under(path: Path) -> list[str]:
@@ -228,7 +228,7 @@ def test_killed_test_process_leaves_no_daemon(
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from slinky_harness.slurm import slurmctld\n"
+        "from slinky_harness.slurm.ctld import slurmctld\n"
         "files, root, work = (Path(a) for a in sys.argv[1:4])\n"
         "with slurmctld(files, root=root, workdir=work) as c:\n"
         "    print(c.pid, flush=True)\n"

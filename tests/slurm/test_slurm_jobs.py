@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.slurm import chroot_info, emulated_nodes, slurmctld
-from slinky_harness.slurm_topo import BlockTopology, expand, parse_topology_conf
+from slinky_harness.slurm.ctld import chroot_info, emulated_nodes, slurmctld
+from slinky_harness.slurm.topology import BlockTopology, expand, parse_topology_conf
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -27,7 +27,9 @@ from typing import Any
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from slinky_harness import charts, helm, kubeschema, valuegen
+from slinky_harness.helm import charts, valuegen
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import schemas as kubeschema
 
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
 NEWEST = kubeschema.newest_version()

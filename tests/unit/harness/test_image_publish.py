@@ -1,5 +1,5 @@
 """The image harness's pure parts (apt pins, podman command lines, kubeconfig inlining) and the
-release plan and notes (slinky_harness.publish)."""
+release plan and notes (slinky_harness.apps.publish)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slinky_harness import image, publish, release
+from slinky_harness.apps import publish, release
+from slinky_harness.build import image
 
 PODMAN = image.Podman(root=Path("/c/storage-overlay"), runroot=Path("/t/run"), driver="overlay")
 

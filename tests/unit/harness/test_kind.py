@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness import charts, kind, toolchain
+from slinky_harness.apps import kind
+from slinky_harness.build import toolchain
+from slinky_harness.core import paths
+from slinky_harness.helm import charts
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -115,7 +118,7 @@ def test_labeler_image_is_built_and_loaded_before_any_install(plan: list[kind.St
     build_step, load_step = plan[build], plan[load]
     assert isinstance(build_step, kind.Run) and isinstance(load_step, kind.Run)
     image = build_step.argv[build_step.argv.index("-t") + 1]
-    assert build_step.argv[-1] == str(toolchain.REPO_ROOT)  # the repository Dockerfile
+    assert build_step.argv[-1] == str(paths.REPO_ROOT)  # the repository Dockerfile
     assert load_step.argv[3] == image and load_step.argv[-2:] == ("--name", NAME)
 
 
@@ -126,7 +129,7 @@ def test_suite_goes_through_ct_install_in_dependency_order(
     for step in plan:
         if isinstance(step, kind.Run) and step.argv[:2] == ("ct", "install"):
             argv = step.argv
-            assert argv[argv.index("--config") + 1] == str(toolchain.REPO_ROOT / "ct.yaml")
+            assert argv[argv.index("--config") + 1] == str(paths.REPO_ROOT / "ct.yaml")
             assert "--skip-clean-up" in argv  # the job and the bridge pod need the releases
             chart = argv[argv.index("--charts") + 1].rsplit("/", 1)[-1]
             assert argv[argv.index("--namespace") + 1] == kind.NAMESPACES[chart]
@@ -425,11 +428,11 @@ def _run_module(tmp_path: Path, path: str) -> subprocess.CompletedProcess[str]:
         "HOME": str(tmp_path),
         "SLINKY_SUITE_CACHE": str(tmp_path / "cache"),
         "PYTHONPATH": os.pathsep.join(
-            [str(toolchain.REPO_ROOT / "scripts"), str(toolchain.REPO_ROOT)]
+            [str(paths.REPO_ROOT / "scripts"), str(paths.REPO_ROOT)]
         ),
     }
     return subprocess.run(
-        [sys.executable, "-m", "slinky_harness.kind", "--name", "nodocker"],
+        [sys.executable, "-m", "slinky_harness.apps.kind", "--name", "nodocker"],
         env=env,
         capture_output=True,
         text=True,

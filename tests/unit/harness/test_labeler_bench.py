@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness import labeler_bench as lb
+from slinky_harness.apps import labeler_bench as lb
 from slinky_topology.labeler.metrics import Metrics
 from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
 from slinky_topology.labeler.reconcile import NodeChange, Plan

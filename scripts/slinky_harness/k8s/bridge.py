@@ -1,7 +1,7 @@
 """The real slurm-bridge v1.2.1 (scheduler, admission webhook, controllers) as local processes.
 
 The three binaries are built with the control plane from ``tools/go.mod``
-(:func:`slinky_harness.controlplane.ensure_binaries`: ``slurm-bridge-scheduler``,
+(:func:`slinky_harness.build.controlplane.ensure_binaries`: ``slurm-bridge-scheduler``,
 ``slurm-bridge-admission``, ``slurm-bridge-controllers``). :func:`run_for_release` runs them as a
 ``slurm-bridge`` release's Deployments would, beside the kwok control plane:
 
@@ -20,7 +20,7 @@ The three binaries are built with the control plane from ``tools/go.mod``
   serving certificate; the release's webhook configurations are pointed at it.
 
 Calls to slurmrestd go to the Service URL of the chart's ``config.yaml``; pass a
-:class:`~slinky_harness.operator.ServiceProxy` that routes it to the chroot's slurmrestd.
+:class:`~slinky_harness.k8s.operator.ServiceProxy` that routes it to the chroot's slurmrestd.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import controlplane
-from slinky_harness import operator as slinky_operator
+from slinky_harness.build.slinky import OperatorUnavailable, bridge_binary
 from slinky_harness.core import ports
+from slinky_harness.k8s import operator as slinky_operator
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.k8s.cluster import Cluster
 
 CONFIG_MOUNT = Path("/etc/slurm-bridge")
 """Where the v1.2.1 scheduler plugin reads ``config.yaml`` (a constant in its code)."""
@@ -55,16 +55,6 @@ JOB_ID_LABEL = "scheduler.slinky.slurm.net/slurm-jobid"
 """Label the v1.2.1 scheduler puts on a pod: the id of its Slurm (external) job."""
 EXCLUSIVE_ANNOTATION = "slurmjob.slinky.slurm.net/exclusive"
 """Pod annotation: ``"false"`` lets the pod's Slurm job share its nodes (whole nodes otherwise)."""
-
-
-def binary(name: str) -> Path:
-    """``scheduler``, ``admission`` or ``controllers``, built with the control plane."""
-    if name not in ("scheduler", "admission", "controllers"):
-        raise ValueError(f"no slurm-bridge binary {name!r}")
-    try:
-        return controlplane.ensure_binaries() / f"slurm-bridge-{name}"
-    except controlplane.ControlPlaneError as exc:
-        raise slinky_operator.OperatorUnavailable(f"building slurm-bridge failed: {exc}") from exc
 
 
 def slurm_jwt(key: bytes, username: str, *, lifetime: int = 86400) -> str:
@@ -88,7 +78,7 @@ def _configmap_file(manifest: Sequence[dict[str, Any]], key: str) -> str:
         if d.get("kind") == "ConfigMap" and key in (d.get("data") or {})
     ]
     if len(found) != 1:
-        raise slinky_operator.OperatorUnavailable(
+        raise OperatorUnavailable(
             f"expected one ConfigMap with {key}, found {len(found)}"
         )
     return str(found[0])
@@ -192,7 +182,7 @@ def run_for_release(
             slinky_operator.run_process(
                 slinky_operator.with_mounts(
                     [
-                        str(binary(component)),
+                        str(bridge_binary(component)),
                         *([f"--kubeconfig={kubeconfig}"] if kubeconfig_flag else []),
                         *front,
                         *args,

@@ -1,41 +1,23 @@
-"""The real Slinky slurm-operator v1.2.1, built from its Go module and run as a local process.
+"""The real Slinky slurm-operator v1.2.1 run as a local process beside the kwok control plane.
 
 The cluster tier runs the operator's manager beside the kwok control plane (no kubelet runs
 containers there), under the identity of the ServiceAccount that the ``slurm-operator`` chart
-creates: a TokenRequest token for that account goes into a kubeconfig of its own, so every call
-the operator makes is checked by the chart's RBAC, exactly as in a real cluster.
-
-Where the binaries come from:
-
-1. by default, ``tools/go.mod``, which requires ``github.com/SlinkyProject/slurm-operator``,
-   ``slurm-bridge`` and ``slurm-client`` at v1.2.1 with their hashes pinned in ``tools/go.sum``:
-   :func:`slinky_harness.controlplane.ensure_binaries` builds the manager and webhook in the same
-   ``go build`` as the control plane (one module graph, so every Kubernetes package is compiled
-   once), through the ordinary Go module proxy;
-2. ``SLINKY_OPERATOR_SRC`` (an override for developers of the operator): a source checkout of
-   ``github.com/SlinkyProject/slurm-operator``, built with ``go build -modfile`` on a copy of its
-   ``go.mod`` into ``<cache>/operator/local/bin``; the checkout is only read.
-
-A build that cannot happen raises :class:`OperatorUnavailable` naming what failed.
-``python -m slinky_harness.operator build`` builds (or reports why it cannot).
+creates: a TokenRequest token for that account goes into a kubeconfig of its own
+(:mod:`slinky_harness.k8s.accounts`), so every call the operator makes is checked by the chart's
+RBAC, exactly as in a real cluster. The binaries come from :mod:`slinky_harness.build.slinky`.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
-import hashlib
 import http.client
 import http.server
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -44,103 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import controlplane
+from slinky_harness.build.slinky import OperatorUnavailable, operator_binary
+from slinky_harness.build.slurm_chroot import MOUNT_POINT
 from slinky_harness.core import ports
 from slinky_harness.core.processes import die_with_parent
-from slinky_harness.slurm import HARNESS_KEYS, FileSource
-from slinky_harness.slurm_chroot import MOUNT_POINT
-from slinky_harness.toolchain import ToolError, cache_root, go_build, staged_folder
+from slinky_harness.slurm.ctld import HARNESS_KEYS, FileSource
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from slinky_harness.controlplane import Cluster
-
-MODULE = "github.com/SlinkyProject/slurm-operator"
-VERSION = controlplane.SLINKY_VERSION
-SOURCE_ENV = "SLINKY_OPERATOR_SRC"
-BINARIES = ("manager", "webhook")
-
-
-class OperatorUnavailable(RuntimeError):
-    """The operator cannot be built here; the message says what failed and where the log is."""
-
-
-def _checkout() -> Path | None:
-    """The source checkout named by ``SLINKY_OPERATOR_SRC``, checked to be the operator."""
-    value = os.environ.get(SOURCE_ENV)
-    if not value:
-        return None
-    src = Path(value).expanduser().resolve()
-    gomod = src / "go.mod"
-    if not gomod.is_file():
-        raise OperatorUnavailable(
-            f"{SOURCE_ENV}={value}: no go.mod there; point it at a checkout of {MODULE}"
-        )
-    first = gomod.read_text().splitlines()[0].split()
-    if first[-1:] != [MODULE]:
-        raise OperatorUnavailable(
-            f"{SOURCE_ENV}={value}: go.mod declares {first[-1:]}, not {MODULE}"
-        )
-    return src
-
-
-def _build_checkout(src: Path) -> Path:
-    """Build ``src`` (a local checkout) into a cache folder keyed by its go.mod and sources."""
-    digest = hashlib.sha256(str(src).encode())
-    for path in sorted((src / "go.mod", src / "go.sum")):
-        if path.is_file():
-            digest.update(path.read_bytes())
-    bindir = cache_root() / "operator" / "local" / digest.hexdigest()[:16] / "bin"
-    log = bindir.parent / "build.log"
-    bindir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="slinky-operator-mod-") as tmp:
-        modfile = Path(tmp) / "go.mod"
-        shutil.copyfile(src / "go.mod", modfile)
-        if (src / "go.sum").is_file():
-            shutil.copyfile(src / "go.sum", Path(tmp) / "go.sum")
-        with staged_folder(bindir, "local") as staging:
-            go_build(
-                [
-                    f"-modfile={modfile}",
-                    "-trimpath",
-                    "-o",
-                    f"{staging}/",
-                    "./cmd/manager",
-                    "./cmd/webhook",
-                ],
-                cwd=src,
-                log=log,
-                what=f"slurm-operator from {src}",
-            )
-    return bindir
-
-
-def binary(name: str) -> Path:
-    """The path of the operator's ``manager`` or ``webhook``, built once and cached."""
-    if name not in BINARIES:
-        raise ValueError(f"no operator binary {name!r}; one of {BINARIES}")
-    try:
-        src = _checkout()
-        if src is not None:
-            return _build_checkout(src) / name
-        return controlplane.ensure_binaries() / f"slurm-operator-{name}"
-    except (ToolError, controlplane.ControlPlaneError) as exc:
-        raise OperatorUnavailable(f"building slurm-operator {VERSION} failed: {exc}") from exc
-
-
-def source() -> str:
-    """Where :func:`binary` takes the operator from, in words."""
-    src = _checkout()
-    if src is not None:
-        return f"the source checkout {src} ({SOURCE_ENV})"
-    return f"{MODULE}@{VERSION} (tools/go.mod, hash pinned in tools/go.sum)"
-
-
-def ensure_operator() -> Path:
-    """The folder holding the operator's binaries (``slurm-operator-manager`` and
-    ``slurm-operator-webhook``, or ``manager``/``webhook`` from a local checkout)."""
-    return binary("manager").parent
+    from slinky_harness.k8s.cluster import Cluster
 
 
 # -- identity ---------------------------------------------------------------------------------
@@ -381,7 +276,7 @@ def run_manager(
     kubeconfig: Path, args: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None
 ) -> Iterator[Manager]:
     """Run the operator's manager with ``args`` against ``kubeconfig``; stop it on exit."""
-    argv = [str(binary("manager")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    argv = [str(operator_binary("manager")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
     with run_process(argv, log_path, env=env, what="operator manager") as running:
         yield running
 
@@ -559,7 +454,7 @@ def run_webhook_for_release(
     port = ports.allocate_one()
     ca = serving_certificate(workdir / "k8s-webhook-server" / "serving-certs")
     args = local_args(deployment, {"--server-addr": f"127.0.0.1:{port}"})
-    argv = [str(binary("webhook")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    argv = [str(operator_binary("webhook")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
     # controller-runtime reads its serving certificate from $TMPDIR/k8s-webhook-server/...
     with run_process(
         argv, workdir / "webhook.log", env={"TMPDIR": str(workdir)}, what="operator webhook"
@@ -638,28 +533,5 @@ def slurm_nodeset_name(nodeset: dict[str, Any]) -> str:
     return str(nodeset["metadata"]["name"])
 
 
-# -- CLI --------------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``build``: build or reuse and say where; ``path``: print the folder of the binaries.
-    Exit 2 with one line when the build fails."""
-    parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.operator", description=(__doc__ or "").split("\n")[0]
-    )
-    parser.add_argument("command", choices=["build", "path"])
-    args = parser.parse_args(argv)
-    try:
-        manager = binary("manager")
-    except OperatorUnavailable as exc:
-        print(f"operator: {exc}", file=sys.stderr)
-        return 2
-    if args.command == "path":
-        print(manager.parent)
-    else:
-        print(f"operator: {VERSION} manager and webhook in {manager.parent}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

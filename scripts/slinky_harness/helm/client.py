@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import toolchain
+from slinky_harness.build import toolchain
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

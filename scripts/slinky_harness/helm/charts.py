@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness.toolchain import REPO_ROOT
+from slinky_harness.core.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -2,15 +2,15 @@
 
 A release is a git tag ``v<version>``. It publishes every chart (``helm push`` of ``nox -s
 package``'s archives) to :func:`chart_repository` and the labeler image under the reference the
-labeler chart's default values give (:func:`slinky_harness.image.published_ref`), so the chart's
+labeler chart's default values give (:func:`slinky_harness.build.image.published_ref`), so the chart's
 default image is the one the release pushes. The tag's version must be the labeler chart's
 ``appVersion`` (the image tag), and the repository owner must be the registry namespace of that
 image (``GITHUB_TOKEN`` can push only there).
 
 Usage::
 
-    python -m slinky_harness.publish check --tag v0.1.0 --owner slinky-suite   # key=value lines
-    python -m slinky_harness.publish notes --tag v0.1.0                        # Markdown
+    python -m slinky_harness.apps.publish check --tag v0.1.0 --owner slinky-suite   # key=value lines
+    python -m slinky_harness.apps.publish notes --tag v0.1.0                        # Markdown
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from slinky_harness import image, release
+from slinky_harness.apps import release
+from slinky_harness.build import image
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -160,7 +161,7 @@ def notes(tag: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.publish", description=__doc__.splitlines()[0]
+        prog="python -m slinky_harness.apps.publish", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="check the tag; print key=value lines for $GITHUB_OUTPUT")

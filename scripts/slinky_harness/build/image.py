@@ -42,8 +42,8 @@ Podman's storage lives in ``$SLINKY_SUITE_CACHE/image/storage-<driver>`` (never 
 
 Usage::
 
-    python -m slinky_harness.image prepare    # packages, base, build; prints reference, size, time
-    python -m slinky_harness.image ref        # the reference the release workflow publishes
+    python -m slinky_harness.build.image prepare    # packages, base, build; prints reference, size, time
+    python -m slinky_harness.build.image ref        # the reference the release workflow publishes
 """
 
 from __future__ import annotations
@@ -67,15 +67,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import toolchain
+from slinky_harness.apps.kind import image_ref
+from slinky_harness.build.slurm_chroot import SlurmChrootError, debian_mirror
+from slinky_harness.core import paths
 from slinky_harness.core.progress import heartbeat
-from slinky_harness.kind import image_ref
-from slinky_harness.slurm_chroot import SlurmChrootError, debian_mirror
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
 
-REPO_ROOT = toolchain.REPO_ROOT
+REPO_ROOT = paths.REPO_ROOT
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 LABELER_CHART = REPO_ROOT / "charts" / "gpu-topology-labeler"
 SUITE = "bookworm"
@@ -239,7 +239,7 @@ def ensure_packages(which: Callable[[str], str | None] = _which) -> list[str]:
 
 def cache_root() -> Path:
     """``$SLINKY_SUITE_CACHE/image``."""
-    return toolchain.cache_root() / "image"
+    return paths.cache_root() / "image"
 
 
 def overlay_works(folder: Path) -> bool:
@@ -625,7 +625,7 @@ def run(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.image", description=__doc__.splitlines()[0]
+        prog="python -m slinky_harness.build.image", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("prepare", help="install packages, make the base, build the image")

@@ -10,8 +10,8 @@ does the staging folder become ``dist/``. A failure leaves the previous ``dist/`
 
 Usage::
 
-    python -m slinky_harness.release check
-    python -m slinky_harness.release package [--dist DIR] [--chart NAME ...]
+    python -m slinky_harness.apps.release check
+    python -m slinky_harness.apps.release package [--dist DIR] [--chart NAME ...]
 
 Publishing is manual (see README.md, "Releasing the charts"):
 ``helm push dist/<chart>-<version>.tgz oci://<registry>/<path>``.
@@ -31,14 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import charts as suite_charts
-from slinky_harness import toolchain
+from slinky_harness.build import cache, toolchain
+from slinky_harness.build.gobuild import BuildError
+from slinky_harness.core import paths
+from slinky_harness.helm import charts as suite_charts
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-CHARTS_DIR = toolchain.REPO_ROOT / "charts"
-DIST_DIR = toolchain.REPO_ROOT / "dist"
+CHARTS_DIR = paths.REPO_ROOT / "charts"
+DIST_DIR = paths.REPO_ROOT / "dist"
 CHANGE_TYPES = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
 """Section names Keep a Changelog 1.1.0 defines, in its order."""
 PACKAGED = ("Chart.yaml", "values.yaml", "values.schema.json", "README.md", "CHANGELOG.md")
@@ -201,7 +203,7 @@ def check_profile_links(chart: ReleaseChart, profiles: Mapping[str, dict[str, An
     """The chart's README links exactly the ``values/`` profiles that apply to it.
 
     A profile applies to a chart when it has a block for it that is not ``enabled: false``
-    (:func:`slinky_harness.charts.profile_block`).
+    (:func:`slinky_harness.helm.charts.profile_block`).
     """
     applies = {
         stem
@@ -257,7 +259,7 @@ def package(charts: Sequence[ReleaseChart], dist: Path, helm: Path) -> list[Path
     for chart in charts:
         check_changelog(chart)
         check_profile_links(chart, profiles)
-    with toolchain.staged_folder(dist, "dist") as staging:
+    with cache.staged_folder(dist, "dist") as staging:
         staging.chmod(0o755)  # mkdtemp makes it private; dist/ is for sharing
         for chart in charts:
             proc = subprocess.run(
@@ -281,7 +283,7 @@ def package(charts: Sequence[ReleaseChart], dist: Path, helm: Path) -> list[Path
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.release", description=__doc__.splitlines()[0]
+        prog="python -m slinky_harness.apps.release", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="check every chart's version against its CHANGELOG.md")
@@ -313,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{chart.name} {chart.version}: CHANGELOG entry of {entry.date}")
             return 0
         archives = package(charts, args.dist, toolchain.ensure("helm"))
-    except (ReleaseError, toolchain.ToolError) as exc:
+    except (ReleaseError, BuildError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for archive in archives:

@@ -25,7 +25,8 @@ import jsonschema
 import yaml
 from referencing import Registry, Resource
 
-from slinky_harness import toolchain
+from slinky_harness.build import gobuild
+from slinky_harness.core import paths
 from slinky_topology.crdgen import cel
 from slinky_topology.crdgen.jsonschema import FORMAT_CHECKER, crd_validator
 from slinky_topology.crdgen.loader import load_crds
@@ -33,7 +34,7 @@ from slinky_topology.crdgen.loader import load_crds
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-OUR_CRDS_DIR = toolchain.REPO_ROOT / "charts" / "slurm-operator" / "files" / "crds"
+OUR_CRDS_DIR = paths.REPO_ROOT / "charts" / "slurm-operator" / "files" / "crds"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def third_party_crds() -> tuple[dict[str, Any], ...]:
     """The pinned third-party CRDs, downloaded once into the Go module cache."""
     crds: list[dict[str, Any]] = []
     for source in THIRD_PARTY_CRDS:
-        root = toolchain.module_dir(source.module, source.version)
+        root = gobuild.module_dir(source.module, source.version)
         for name in source.files:
             with (root / name).open() as handle:
                 crds.extend(doc for doc in yaml.safe_load_all(handle) if doc)

@@ -1,7 +1,7 @@
-"""Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (for slinky_harness.slurm).
+"""Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (for slinky_harness.slurm.ctld).
 
 It holds slurmctld, slurmd, the client commands, slurmrestd, the ``slurm-wlm-emulator`` build (many
-slurmd per host), slurmdbd and MariaDB (for :mod:`slinky_harness.slurmdbd`).
+slurmd per host), slurmdbd and MariaDB (for :mod:`slinky_harness.slurm.dbd`).
 
 The chroot lives outside the clone, in
 ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/<suite>-<slurm series>/``
@@ -76,7 +76,7 @@ from Debian's ``mariadb`` source. ``mariadb-server-core`` is the server that ``m
 depends on (``mariadbd``, ``mariadb-install-db``, the system-table SQL); ``mariadb-server`` itself
 only adds the system service (init script, systemd unit, a ``mysql`` user, galera, perl tools) and a
 postinst that creates and starts a system instance, none of which a private per-session instance
-(:mod:`slinky_harness.slurmdbd`) uses. ``mariadb-client-core``: ``mariadb`` and
+(:mod:`slinky_harness.slurm.dbd`) uses. ``mariadb-client-core``: ``mariadb`` and
 ``my_print_defaults`` (``mariadb-install-db`` needs it)."""
 TEST_USERS: Mapping[str, int] = {"alice": 2001, "bob": 2002, "carol": 2003, "dave": 2004}
 """Ordinary users (name -> uid) in the chroot, all in group :data:`TEST_GROUP`: jobs of users who

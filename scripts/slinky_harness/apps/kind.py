@@ -25,7 +25,7 @@ get it, and exits 0 without claiming anything passed.
 
 Usage::
 
-    python -m slinky_harness.kind [--name NAME] [--keep]
+    python -m slinky_harness.apps.kind [--name NAME] [--keep]
 """
 
 from __future__ import annotations
@@ -46,7 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import charts, toolchain
+from slinky_harness.build import cache, gobuild, toolchain
+from slinky_harness.build.gobuild import BuildError
+from slinky_harness.core import paths
+from slinky_harness.helm import charts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -63,7 +66,7 @@ NODE_IMAGE = (
     "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
 )
 """kind v0.33.0's own default node image (``pkg/apis/config/defaults/image.go``), tag and digest."""
-DATA_DIR = toolchain.REPO_ROOT / "tests" / "data" / "kind"
+DATA_DIR = paths.REPO_ROOT / "tests" / "data" / "kind"
 CLUSTER_CONFIG = DATA_DIR / "cluster.yaml"
 DEFAULT_NAME = "slinky-suite"
 PROFILE = "kind"
@@ -537,18 +540,18 @@ def ensure_kind() -> Path:
     hint = f"`go install {KIND.module}@{KIND.version}` or put kind {KIND.version} on PATH"
     if shutil.which("go") is None:
         raise Missing(f"kind {KIND.version} is not on PATH and there is no go to build it; {hint}")
-    log = toolchain.cache_root() / "tools" / "kind" / f"{KIND.version}.build.log"
+    log = paths.cache_root() / "tools" / "kind" / f"{KIND.version}.build.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        workdir = toolchain.module_dir(KIND.module, KIND.version)
-        with toolchain.staged_folder(cached.parent, KIND.version) as staging:
-            toolchain.go_build(
+        workdir = gobuild.module_dir(KIND.module, KIND.version)
+        with cache.staged_folder(cached.parent, KIND.version) as staging:
+            gobuild.go_build(
                 ["-trimpath", "-o", str(staging / "kind"), KIND.package],
                 cwd=workdir,
                 log=log,
                 what=f"kind {KIND.version}",
             )
-    except toolchain.ToolError as exc:
+    except BuildError as exc:
         raise Missing(f"kind {KIND.version} could not be built ({exc}); {hint}") from exc
     return cached
 
@@ -570,7 +573,7 @@ def plan_input(name: str, workdir: Path, keep: bool) -> PlanInput:
     return PlanInput(
         name=name,
         workdir=workdir,
-        repo=toolchain.REPO_ROOT,
+        repo=paths.REPO_ROOT,
         config=CLUSTER_CONFIG,
         workers=workers_of(config, name),
         profile=profile,
@@ -617,7 +620,7 @@ def _run(
             capture_output=True,
             text=True,
             env=dict(env),
-            cwd=toolchain.REPO_ROOT,
+            cwd=paths.REPO_ROOT,
             timeout=timeout,
             check=False,
         )
@@ -681,7 +684,7 @@ def execute(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.kind", description=__doc__.splitlines()[0]
+        prog="python -m slinky_harness.apps.kind", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--name", default=DEFAULT_NAME, help="kind cluster name (default: %(default)s)"
@@ -721,7 +724,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps, cleanup = build_plan(spec)
         started = time.monotonic()
         execute(steps, env, lambda line: print(line, file=sys.stderr))
-    except (KindError, toolchain.ToolError, OSError) as exc:
+    except (KindError, BuildError, OSError) as exc:
         kept = f" (cluster kept, KUBECONFIG={workdir / 'kubeconfig'})" if args.keep else ""
         print(f"error: {exc}{kept}", file=sys.stderr)
         return 1

@@ -2,12 +2,12 @@
 
 Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs
 Debian sid's Slurm 26.05 packages in a debootstrap chroot cached outside the clone and reused (see
-:mod:`slinky_harness.slurm_chroot`). Needs Linux, root, ``unshare``, ``chroot`` and ``mount``; no
+:mod:`slinky_harness.build.slurm_chroot`). Needs Linux, root, ``unshare``, ``chroot`` and ``mount``; no
 systemd, no Docker, no munge; slurmd only for real jobs (the emulator build, see below).
 
 API (what a test needs; all typed)::
 
-    from slinky_harness.slurm import (
+    from slinky_harness.slurm.ctld import (
         ensure_chroot,        # () -> Path: build once (~1.5 min cold), then reuse (< 1 ms)
         chroot_info,          # (root) -> ChrootInfo(slurm_version, emulator, build_seconds, ...)
         slurmctld,            # context manager -> SlurmCtld (below)
@@ -48,7 +48,7 @@ API (what a test needs; all typed)::
         ctld.wait_job(job_id, {"RUNNING"})     # its record once in one of the states
         ctld.job(job_id)["Reason"]
 
-    # accounting: real slurmdbd 26.05 + MariaDB (slinky_harness.slurmdbd has the details)
+    # accounting: real slurmdbd 26.05 + MariaDB (slinky_harness.slurm.dbd has the details)
     with mariadb() as db, release_accounting(helm_docs, database=db) as dbd, \
             slurmctld(files, accounting=dbd, emulator=True) as ctld:
         ctld.sacctmgr("add", "account", "physics")  # sacctmgr -i; also sacct, sshare, sprio
@@ -60,14 +60,14 @@ API (what a test needs; all typed)::
     result.warnings    # log lines with "warning:": what Slurm accepted but complained about
     result.topologies  # {"": default topology, "<name>": ...} (names from topology.yaml)
 
-By hand: ``python -m slinky_harness.slurm chroot`` (build or reuse, print what it holds) and
-``python -m slinky_harness.slurm check DIR...`` (accepted/REJECTED per config folder, with Slurm's
+By hand: ``python -m slinky_harness.slurm.ctld chroot`` (build or reuse, print what it holds) and
+``python -m slinky_harness.slurm.ctld check DIR...`` (accepted/REJECTED per config folder, with Slurm's
 reasons; exit 1 when any is rejected).
 
 In ``tests/slurm`` use the fixtures of its conftest: ``slurm_root`` (session: the chroot),
 ``slurm_data`` (``tests/data/slurm``) and ``start_ctld`` (``with start_ctld(files) as ctld:``, a
 fresh work folder under ``tmp_path``, start-up times reported in the summary). The oracle
-:mod:`slinky_harness.slurm_topo` parses topology.conf/topology.yaml input and ``scontrol show
+:mod:`slinky_harness.slurm.topology` parses topology.conf/topology.yaml input and ``scontrol show
 topology`` output into comparable shapes (``read_tree``, ``read_blocks``). A generated-topology
 test looks like::
 
@@ -87,7 +87,7 @@ your text (:data:`HARNESS_KEYS`): ``SlurmctldHost``, ``SlurmctldPort``, ``Slurmd
 ``SlurmUser``, ``StateSaveLocation``, ``SlurmctldPidFile``, ``SlurmctldLogFile``, ``AuthType``,
 ``CredType`` (``auth/slurm`` and ``cred/slurm`` with a generated 1 KiB ``slurm.key``, owned by
 ``slurm``, mode 600, as Slinky uses) and ``AccountingStorageType``/``Host``/``Port`` (set only
-with ``accounting=``: a running :class:`slinky_harness.slurmdbd.Slurmdbd`, whose ``slurm.key``
+with ``accounting=``: a running :class:`slinky_harness.slurm.dbd.Slurmdbd`, whose ``slurm.key``
 the controller then shares). It adds ``ClusterName=slinky``, ``SlurmctldDebug=info``,
 ``MailProg=/bin/true`` and slurmd spool/pid/log paths unless your text sets them, and writes
 ``cgroup.conf`` with ``CgroupPlugin=disabled`` unless you give one (no cgroup filesystem in the
@@ -160,8 +160,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from slinky_harness.core import ports
-from slinky_harness.slurm_chroot import (
+from slinky_harness.build.slurm_chroot import (
     CHROOT_ENV,
     MOUNT_POINT,
     SLURM_SERIES,
@@ -174,9 +173,10 @@ from slinky_harness.slurm_chroot import (
     die_with_parent,
     ensure_chroot,
 )
+from slinky_harness.core import ports
 
 if TYPE_CHECKING:
-    from slinky_harness.slurmdbd import Slurmdbd
+    from slinky_harness.slurm.dbd import Slurmdbd
 
 __all__ = [
     "HARNESS_KEYS",
@@ -345,7 +345,7 @@ def compose_slurm_conf(user_text: str, managed: Mapping[str, str]) -> str:
     if clash:
         raise ValueError(f"slurm.conf must not set harness-owned keys: {', '.join(clash)}")
     lines = [
-        "# slurm.conf composed by slinky_harness.slurm: harness keys first, then the test's text"
+        "# slurm.conf composed by slinky_harness.slurm.ctld: harness keys first, then the test's text"
     ]
     lines += [f"{k}={v}" for k, v in managed.items()]
     lines += [f"{k}={v}" for k, v in DEFAULT_KEYS.items() if k.lower() not in user_keys]
@@ -929,7 +929,7 @@ def slurmctld(
     ``root``: the chroot (default :func:`ensure_chroot`). ``workdir``: host folder for its config,
     state and logs (created; default a temporary folder removed on exit unless ``keep``).
     ``emulator``: run the ``slurm-wlm-emulator`` build (several slurmd per host). ``accounting``: a
-    running slurmdbd (:mod:`slinky_harness.slurmdbd`): slurm.conf gets
+    running slurmdbd (:mod:`slinky_harness.slurm.dbd`): slurm.conf gets
     ``AccountingStorageType=accounting_storage/slurmdbd`` and its host and port, and the controller
     uses its ``slurm.key``. Raises :class:`SlurmctldStartError` when the
     daemon exits during start-up or does not answer ``scontrol ping`` within ``timeout`` seconds.
@@ -1017,7 +1017,7 @@ def check_load(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m slinky_harness.slurm chroot|check DIR [DIR ...]`` for manual use.
+    """``python -m slinky_harness.slurm.ctld chroot|check DIR [DIR ...]`` for manual use.
 
     ``chroot``: build or reuse the chroot and print what it holds. ``check``: load each config
     folder into a fresh slurmctld and print accepted/rejected with Slurm's reasons. Exit 0 when
@@ -1026,7 +1026,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse  # noqa: PLC0415 (CLI only)
     import sys  # noqa: PLC0415
 
-    parser = argparse.ArgumentParser(prog="python -m slinky_harness.slurm")
+    parser = argparse.ArgumentParser(prog="python -m slinky_harness.slurm.ctld")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("chroot", help="build or reuse the Slurm chroot")
     check = sub.add_parser("check", help="does slurmctld accept these config folders?")

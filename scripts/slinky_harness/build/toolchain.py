@@ -9,42 +9,40 @@ Each tool is a Go program. It is taken, in this order, from:
    ``go build`` inside the module (so its own ``replace`` lines apply) with the version
    ldflags, into a temporary folder that is renamed into the cache when complete.
 
-kubectl comes from the control-plane build of :mod:`slinky_harness.controlplane` (this
+kubectl comes from the control-plane build of :mod:`slinky_harness.build.controlplane` (this
 repository's ``tools/`` Go module, because ``k8s.io/kubernetes`` cannot be built on its own).
 Go's module and build caches live in ``$SLINKY_SUITE_CACHE/go`` so that warm runs rebuild nothing.
 
 Usage::
 
-    python -m slinky_harness.toolchain install [TOOL ...]   # build or reuse, print paths
-    python -m slinky_harness.toolchain path                 # print a PATH prefix
+    python -m slinky_harness.build.toolchain install [TOOL ...]   # build or reuse, print paths
+    python -m slinky_harness.build.toolchain path                 # print a PATH prefix
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slinky_harness.core.progress import heartbeat
+from slinky_harness.build import controlplane
+from slinky_harness.build.cache import staged_folder
+from slinky_harness.build.gobuild import BuildError, go_build, module_dir
+from slinky_harness.core.paths import cache_root
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+    from collections.abc import Iterable, Mapping, Sequence
 
 
-class ToolError(RuntimeError):
+class ToolError(BuildError):
     """A pinned tool could be had neither from PATH nor from a build."""
 
 
@@ -145,30 +143,6 @@ LINT_TOOLS = ("helm", "helm3", "ct", "kubeconform", "helm-docs", "actionlint")
 ALL_TOOLS = (*LINT_TOOLS, "kubectl")
 
 
-def cache_root() -> Path:
-    """The folder, outside the clone, that holds tools and Go caches."""
-    configured = os.environ.get("SLINKY_SUITE_CACHE")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "slinky-suite"
-
-
-def go_env() -> dict[str, str]:
-    """Environment for ``go`` commands: caches outside the clone, static binaries."""
-    root = cache_root() / "go"
-    env = dict(os.environ)
-    env.update(
-        GOMODCACHE=str(root / "mod"),
-        GOCACHE=str(root / "build"),
-        GOFLAGS="-mod=mod",
-        CGO_ENABLED="0",
-        GOTOOLCHAIN="local",
-    )
-    return env
-
-
 def cached_path(tool: GoTool) -> Path:
     return cache_root() / "tools" / tool.name / tool.version / tool.name
 
@@ -198,73 +172,6 @@ def _from_path(tool: GoTool) -> Path | None:
     return None
 
 
-def module_dir(module: str, version: str) -> Path:
-    """Download ``module@version`` through the Go module proxy and return its folder."""
-    go = shutil.which("go")
-    if go is None:
-        raise ToolError(f"{module}@{version}: no 'go' command on PATH; install Go 1.26 or newer")
-    with heartbeat(f"go mod download {module}@{version}", "under a minute", quiet_for=10):
-        proc = subprocess.run(
-            [go, "mod", "download", "-json", f"{module}@{version}"],
-            capture_output=True,
-            text=True,
-            env=go_env(),
-            cwd=tempfile.gettempdir(),
-            check=False,
-        )
-    try:
-        info = json.loads(proc.stdout or "{}")
-    except json.JSONDecodeError:
-        info = {}
-    if proc.returncode != 0 or "Dir" not in info:
-        reason = info.get("Error") or proc.stderr.strip().splitlines()[-1:] or ["unknown error"]
-        raise ToolError(f"{module}@{version}: go mod download failed: {reason}")
-    return Path(info["Dir"])
-
-
-@contextlib.contextmanager
-def staged_folder(dest: Path, prefix: str) -> Iterator[Path]:
-    """A temporary folder beside ``dest`` that replaces ``dest`` when the block succeeds.
-
-    A build that fails (or is killed) leaves ``dest`` as it was and never a half-filled folder.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{prefix}-", dir=dest.parent))
-    try:
-        yield staging
-        if dest.exists():
-            shutil.rmtree(dest)
-        staging.rename(dest)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-
-
-def go_build(
-    args: Sequence[str], *, cwd: Path, log: Path, what: str, expected: str = "under a minute"
-) -> None:
-    """``go build ARGS`` in ``cwd`` with the suite's Go caches (one build cache for every Go
-    build of the suite), at low CPU priority, output in ``log``; while it runs, a progress line
-    every 30 s says how long it has taken against ``expected`` (what a cold build takes)."""
-    go = shutil.which("go")
-    if go is None:
-        raise ToolError(f"{what}: no 'go' command on PATH to build it; install Go 1.26+")
-    cmd = [go, "build", *args]
-    nice = shutil.which("nice")
-    if nice is not None:
-        cmd = [nice, "-n", os.environ.get("SLINKY_SUITE_BUILD_NICE", "19"), *cmd]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out, heartbeat(f"{what}: go build (log: {log})", expected):
-        out.write(f"$ (cd {cwd} && {' '.join(cmd)})\n")
-        out.flush()
-        proc = subprocess.run(
-            cmd, cwd=cwd, env=go_env(), stdout=out, stderr=subprocess.STDOUT, check=False
-        )
-    if proc.returncode != 0:
-        tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
-        raise ToolError(f"{what}: go build failed ({tail[0]}); full log: {log}")
-
-
 def _build(tool: GoTool, log: Path) -> Path:
     if shutil.which("go") is None:
         raise ToolError(
@@ -288,8 +195,6 @@ def _build(tool: GoTool, log: Path) -> Path:
 
 
 def _kubectl() -> Path:
-    from slinky_harness import controlplane  # noqa: PLC0415 - imports this module
-
     wanted = controlplane.K8S_VERSION
     found = shutil.which("kubectl")
     if found:
@@ -371,7 +276,7 @@ def tool_env(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.toolchain", description=__doc__.splitlines()[0]
+        prog="python -m slinky_harness.build.toolchain", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     install = sub.add_parser("install", help="build or reuse tools and print their paths")
@@ -391,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{name} {ensure(name)}")
         else:
             print(path_prefix(args.tools or LINT_TOOLS))
-    except ToolError as exc:
+    except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -14,8 +14,9 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness import charts, helm
-from slinky_harness.toolchain import REPO_ROOT
+from slinky_harness.core.paths import REPO_ROOT
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -2,7 +2,7 @@
 
 slurmctld 26.05 does not start with ``AccountingStorageType=accounting_storage/slurmdbd`` unless a
 slurmdbd answers, so every test that proves an accounting policy (fair share, QoS, limits, ``sacct``)
-runs the real pair from Debian sid's packages (:data:`slinky_harness.slurm_chroot.ACCOUNTING_PACKAGES`):
+runs the real pair from Debian sid's packages (:data:`slinky_harness.build.slurm_chroot.ACCOUNTING_PACKAGES`):
 
 * **MariaDB** (``mariadbd`` of ``mariadb-server-core``): a private instance with its own data folder
   under a work folder, a unix socket there and a free TCP port on 127.0.0.1; ``mariadb-install-db``
@@ -16,13 +16,13 @@ runs the real pair from Debian sid's packages (:data:`slinky_harness.slurm_chroo
   (``<accounting>-accounting-0``): slurmdbd runs in a UTS namespace with that host name, as in its pod.
   Start-up on an empty database (schema creation) takes about 0.5 s.
 
-Both daemons are tied to the test process like slurmctld (:mod:`slinky_harness.slurm`): their own
+Both daemons are tied to the test process like slurmctld (:mod:`slinky_harness.slurm.ctld`): their own
 PID namespace, ``unshare --kill-child`` plus a parent-death signal, a shell as the namespace's first
 process for slurmdbd (it switches to ``SlurmUser``), process group stopped on exit, also on errors.
 
 API for a test or another tier (all typed)::
 
-    from slinky_harness.slurmdbd import (
+    from slinky_harness.slurm.dbd import (
         mariadb,                 # context manager -> MariaDB (one per session)
         slurmdbd,                # context manager -> Slurmdbd, from a slurmdbd.conf text
         release_accounting,      # context manager -> Slurmdbd, from a rendered chart (below)
@@ -30,7 +30,7 @@ API for a test or another tier (all typed)::
         operator_slurmdbd_conf,  # (AccountingSpec, password) -> slurmdbd.conf (operator v1.2.1)
         localize_slurmdbd_conf,  # operator text -> text for the chroot
     )
-    from slinky_harness.slurm import slurmctld
+    from slinky_harness.slurm.ctld import slurmctld
 
     with mariadb(root=root, workdir=tmp / "db") as db:          # per session
         # a) from a chart render (what the real-Slurm tier does)
@@ -67,23 +67,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness.core import ports
-from slinky_harness.core.progress import heartbeat
-from slinky_harness.slurm import (
-    SlurmChrootError,
-    SlurmCommandError,
-    SlurmctldStartError,
-    _answers,
-    _last_problem,
-    _stop_group,
-)
-from slinky_harness.slurm_chroot import (
+from slinky_harness.build.slurm_chroot import (
     CHROOT_ENV,
     MOUNT_POINT,
     chroot_argv,
     chroot_info,
     die_with_parent,
     ensure_chroot,
+)
+from slinky_harness.core import ports
+from slinky_harness.core.progress import heartbeat
+from slinky_harness.slurm.ctld import (
+    SlurmChrootError,
+    SlurmCommandError,
+    SlurmctldStartError,
+    _answers,
+    _last_problem,
+    _stop_group,
 )
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@
    the *live* Node labels (preset ``topograph``); the nodes get the
    ``topology.slinky.slurm.net/spec`` annotations that the gpu-topology-labeler would write.
 4. The real Slinky operator v1.2.1 manager (built from its Go module with the control plane,
-   ``slinky_harness.operator``) runs as a local process with the chart Deployment's arguments,
+   ``slinky_harness.k8s.operator``) runs as a local process with the chart Deployment's arguments,
    as the chart's ServiceAccount (so the chart's RBAC is what it may do), and reconciles the
    installed Controller into its ``slurm.conf`` ConfigMap. Only with ``--no-operator`` is it
    not run (the report says so) and the harness writes a slurm.conf from the installed objects.
@@ -45,8 +45,17 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import charts, helm, kubeschema, manifests
-from slinky_harness import operator as slinky_operator
+from slinky_harness.build import controlplane as cp_build
+from slinky_harness.build import slinky, toolchain
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import cluster as controlplane
+from slinky_harness.k8s import manifests
+from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s import schemas as kubeschema
+from slinky_harness.k8s.cluster import wait_until
+from slinky_harness.k8s.fleet import Fleet, GpuSpec, NodeGroup
+from slinky_harness.slurm import ctld as slurm
 from slinky_topology import cli as topology_cli
 from slinky_topology import hostlist
 from slinky_topology.errors import TopologyError
@@ -57,9 +66,8 @@ from slinky_topology.sources import fabric_file
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from slinky_harness.controlplane import Cluster
-    from slinky_harness.fleet import Fleet
-    from slinky_harness.slurm import FileSource
+    from slinky_harness.k8s.cluster import Cluster
+    from slinky_harness.slurm.ctld import FileSource
     from slinky_topology.model import Fabric
 
 REGISTRY = "registry.demo.invalid"
@@ -169,8 +177,6 @@ def fleet_from_fabric(fabric: Fabric) -> Fleet:
     ``accelerator.topograph.run/domain`` its NVLink domain, so ``slinky-topology --preset
     topograph`` reads the fabric back from the live Nodes.
     """
-    from slinky_harness.fleet import Fleet, GpuSpec, NodeGroup  # noqa: PLC0415
-
     parents = {s.name: s.parent for s in fabric.switches}
     groups = []
     for node in fabric.nodes:
@@ -387,7 +393,7 @@ def start_operator(
         manager = stack.enter_context(
             slinky_operator.run_for_release(installer.cluster, manifest, workdir)
         )
-    except slinky_operator.OperatorUnavailable as exc:
+    except slinky.OperatorUnavailable as exc:
         raise DemoError(f"operator: {exc}") from exc
     accounts = {
         f"system:serviceaccount:{d['metadata']['namespace']}:{d['metadata']['name']}"
@@ -402,7 +408,7 @@ def start_operator(
         )
     return OperatorRun(
         manager=manager,
-        source=slinky_operator.source(),
+        source=slinky.source(),
         identity=identity,
         account=identity.rsplit(":", 1)[-1],
     )
@@ -413,8 +419,6 @@ def wait_for_operator(
 ) -> None:
     """Wait until the operator has written the Controller's ConfigMap (with a ``NodeSet=`` line per
     Slurm NodeSet) and StatefulSet; keep the ConfigMap's slurm.conf in ``run``."""
-    from slinky_harness.controlplane import wait_until  # noqa: PLC0415
-
     config_map = f"{controller}-config"
     statefulset = f"{controller}-controller"
 
@@ -469,7 +473,7 @@ def operator_line(run: OperatorRun, slurm_loaded: bool) -> str:
         else "slurmctld not started (--no-slurm)"
     )
     return (
-        f"operator: RAN the Slinky slurm-operator {slinky_operator.VERSION} manager, built from "
+        f"operator: RAN the Slinky slurm-operator {slinky.VERSION} manager, built from "
         f"{run.source}, as {run.identity} (the chart's ServiceAccount {run.account}: TokenRequest "
         f"token, the chart Deployment's args); {len(log)} log lines, no RBAC denial or schema "
         f"error ({noise} expected slurmrestd-unreachable lines under kwok); it wrote ConfigMap "
@@ -513,7 +517,7 @@ def slurm_inputs(cluster: Cluster, fullname: str, namespace: str) -> dict[str, A
 
 def harness_slurm_conf(inputs: dict[str, Any]) -> str:
     lines = [
-        "# Written by slinky_harness.demo, NOT by the Slinky operator (which is not run here).",
+        "# Written by slinky_harness.apps.demo, NOT by the Slinky operator (which is not run here).",
         "# NodeSet and PartitionName lines follow what the operator writes for the installed",
         "# NodeSet objects; the rest is the installed Controller's spec.extraConf verbatim.",
         f"MaxNodeCount={sum(len(m) for _, _, m in inputs['nodesets']) + 16}",
@@ -569,8 +573,6 @@ def run_slurm(
     inputs: dict[str, Any], files: dict[str, FileSource], origin: str, workdir: Path
 ) -> list[str]:
     """Load ``files`` into a real slurmctld, add the dynamic nodes; return report lines."""
-    from slinky_harness import slurm  # noqa: PLC0415 - heavy, optional step
-
     root = slurm.ensure_chroot()
     version = slurm.chroot_info(root).slurm_version
     lines = [f"slurmctld {version} (Debian sid chroot) on {origin}:"]
@@ -622,8 +624,6 @@ def _shorten(row: str) -> str:
 
 def _units(ctld: Any, topology: str) -> dict[str, set[str]]:
     """Switch or block name -> its nodes (aggregated blocks left out)."""
-    from slinky_harness import slurm  # noqa: PLC0415
-
     return {
         unit: set(ctld.hostnames(record["Nodes"]))
         for record in slurm.parse_records(ctld.show_topology(topology))
@@ -667,16 +667,14 @@ def run_cluster(
     args: argparse.Namespace, fabric: Fabric, static_topology: str, work: Path
 ) -> list[str]:
     """Steps 2-5; return report lines. With ``--keep`` the cluster stays up."""
-    from slinky_harness import controlplane, toolchain  # noqa: PLC0415
-
     lines: list[str] = []
     fleet = fleet_from_fabric(fabric)
     helm_binary = toolchain.ensure("helm")
     operator_bin: Path | None = None
     if not args.no_operator:
         try:
-            operator_bin = slinky_operator.ensure_operator()
-        except slinky_operator.OperatorUnavailable as exc:
+            operator_bin = slinky.ensure_operator()
+        except slinky.OperatorUnavailable as exc:
             raise DemoError(f"operator: {exc}") from exc
     stack = contextlib.ExitStack()
     with stack:
@@ -684,7 +682,7 @@ def run_cluster(
             controlplane.Cluster.start(work / "cluster", fleet=fleet, name="slinky-demo")
         )
         lines.append(
-            f"kwok cluster (Kubernetes {controlplane.K8S_VERSION}): {len(fleet.node_names())} "
+            f"kwok cluster (Kubernetes {cp_build.K8S_VERSION}): {len(fleet.node_names())} "
             f"fake {GPU_PRODUCT} nodes from the fabric, Ready in {cluster.start_seconds:.1f}s"
         )
         installer = Installer(cluster, helm_binary, work / "helm")

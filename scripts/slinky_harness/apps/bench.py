@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m slinky_harness.bench [--sizes 1000,10000,65536] [--repeat 3] [--no-topograph]
+    python -m slinky_harness.apps.bench [--sizes 1000,10000,65536] [--repeat 3] [--no-topograph]
                                    [--json PATH]
 
 Fabric: ``slinky_topology.bench.synthetic_fabric`` (GB200 NVL72 racks of 18 nodes, two racks
@@ -15,7 +15,7 @@ the skeleton).  Peak memory is the child's ``ru_maxrss`` (whole process: interpr
 work).  Reported: the median over repetitions, and the growth between sizes (time ratio divided by
 node ratio: 1.0 is linear).
 
-Topograph: ``slinky_harness.topograph`` builds topograph v0.3.0 and runs its ``test`` provider with
+Topograph: ``slinky_harness.apps.topograph`` builds topograph v0.3.0 and runs its ``test`` provider with
 a model written from the same fabric and the ``slurm`` engine producing topology.yaml with the
 same two topologies; one fresh service per size, ``--repeat`` requests, median of the service's
 own per-request processing time.  The ratio column is ours / topograph (below 1: ours faster).
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import topograph
+from slinky_harness.apps import topograph
 from slinky_topology.bench import synthetic_fabric
 from slinky_topology.build import plan
 from slinky_topology.pipeline import render_annotations_output, render_output
@@ -120,7 +120,7 @@ def measure_once(n_nodes: int) -> dict[str, Any]:
 
 def _run_child(n_nodes: int) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "slinky_harness.bench", "--child", str(n_nodes)],
+        [sys.executable, "-m", "slinky_harness.apps.bench", "--child", str(n_nodes)],
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT_S,
@@ -413,7 +413,7 @@ def _sizes(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.bench",
+        prog="python -m slinky_harness.apps.bench",
         description=(__doc__ or "").splitlines()[0],
     )
     parser.add_argument(

@@ -22,10 +22,10 @@ Default fabric: ``tests/data/fabrics/nvl72-racks.yaml`` (4 GB200 NVL72-style rac
 about 2 minutes (each: a few seconds to start 72 slurmd, about 30 s of jobs, then the stop);
 72 emulated slurmd use about 1.2 GB of memory.
 
-``python -m slinky_harness.placement [--fabric FILE] [--jobs N] [--seed S] [--modes block,tree,none]
+``python -m slinky_harness.apps.placement [--fabric FILE] [--jobs N] [--seed S] [--modes block,tree,none]
 [--json FILE]`` prints the figures (also for ``nox -s bench``); exit 0 when every job of every run
 completed, 1 otherwise, 2 on usage errors. Needs root and the Slurm chroot
-(:mod:`slinky_harness.slurm`).
+(:mod:`slinky_harness.slurm.ctld`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
-from slinky_harness.slurm import (
+from slinky_harness.slurm.ctld import (
     SlurmChrootError,
     SlurmCommandError,
     SlurmctldStartError,
@@ -50,7 +50,7 @@ from slinky_harness.slurm import (
     parse_records,
     slurmctld,
 )
-from slinky_harness.slurm_topo import expand
+from slinky_harness.slurm.topology import expand
 from slinky_topology.build import plan
 from slinky_topology.errors import TopologyError
 from slinky_topology.pipeline import render_output
@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse  # noqa: PLC0415 (CLI only)
 
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.placement",
+        prog="python -m slinky_harness.apps.placement",
         description="Placement quality of generated Slurm topology on emulated slurmd.",
     )
     parser.add_argument("--fabric", type=Path, default=DEFAULT_FABRIC, help="fabric file")

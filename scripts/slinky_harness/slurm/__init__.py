@@ -1,0 +1,1 @@
+"""Real Slurm daemons in the chroot (slurmctld, slurmd, slurmdbd) and the topology oracle."""
