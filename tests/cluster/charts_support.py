@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts as chart_index
 from slinky_harness.k8s import schemas as kubeschema
 
@@ -138,17 +138,6 @@ def kubectl(
     )
 
 
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if not last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last}")
-
-
 # -- CRDs --
 
 
@@ -248,14 +237,18 @@ def wait_release_gone(
     ``kept`` objects, ``Kind/name``) and its cluster-scoped objects are deleted; return the
     cluster-scoped objects it kept on purpose."""
     wait_for(
-        lambda: namespaced_leftovers(cluster, namespace, chart, kept),
-        30,
-        f"{namespace} to hold nothing after helm uninstall",
+        lambda: not (namespaced_leftovers(cluster, namespace, chart, kept)),
+        timeout=30,
+        what=f"{namespace} to hold nothing after helm uninstall",
+        every=0.5,
+        detail=lambda: namespaced_leftovers(cluster, namespace, chart, kept),
     )
     wait_for(
-        lambda: cluster_leftovers(cluster, namespace),
-        30,
-        f"cluster-scoped objects of {namespace}'s release to be deleted",
+        lambda: not (cluster_leftovers(cluster, namespace)),
+        timeout=30,
+        what=f"cluster-scoped objects of {namespace}'s release to be deleted",
+        every=0.5,
+        detail=lambda: cluster_leftovers(cluster, namespace),
     )
     return release_cluster_objects(cluster, namespace)
 

@@ -18,7 +18,8 @@ import pytest
 from kubernetes import client
 from tests.cluster.charts_support import Helm
 
-from slinky_harness.k8s.cluster import Cluster, wait_until
+from slinky_harness.core.polling import wait_for
+from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.k8s.fleet import Fleet, load_fleet
 
 if TYPE_CHECKING:
@@ -102,12 +103,12 @@ def namespace(request: pytest.FixtureRequest, core: Any) -> Iterator[str]:
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    wait_until(
+    wait_for(
         lambda: (
             core.list_namespaced_service_account(name, field_selector="metadata.name=default").items
         ),
-        30,
-        f"the default ServiceAccount in {name}",
+        timeout=30,
+        what=f"the default ServiceAccount in {name}",
     )
     try:
         yield name

@@ -40,6 +40,7 @@ from tests.cluster import charts_support as support
 
 from slinky_harness.build.gobuild import module_dir
 from slinky_harness.build.slurm_chroot import MOUNT_POINT
+from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
 from slinky_harness.k8s import bridge as slinky_bridge
 from slinky_harness.k8s import operator as slinky_operator
@@ -259,7 +260,13 @@ def wait_bound(env: Env, namespace: str, name: str) -> tuple[dict[str, Any], dic
             return ""
         return str(pod.get("status", {}).get("conditions", "pending"))
 
-    support.wait_for(unbound, WAIT, f"pod {namespace}/{name} to be bound by the bridge")
+    wait_for(
+        lambda: not unbound(),
+        timeout=WAIT,
+        what=f"pod {namespace}/{name} to be bound by the bridge",
+        every=0.5,
+        detail=unbound,
+    )
     pod = found["pod"]
     return pod, job(env.ctld, pod["metadata"]["labels"][slinky_bridge.JOB_ID_LABEL])
 
@@ -268,10 +275,12 @@ def delete_pods(env: Env, namespace: str, *names: str) -> None:
     support.kubectl(
         env.cluster, "delete", "pod", "-n", namespace, "--ignore-not-found", "--wait=false", *names
     )
-    support.wait_for(
-        lambda: [n for n in names if get_pod(env, namespace, n) is not None],
-        WAIT,
-        f"pods {names} to be deleted",
+    wait_for(
+        lambda: not ([n for n in names if get_pod(env, namespace, n) is not None]),
+        timeout=WAIT,
+        what=f"pods {names} to be deleted",
+        every=0.5,
+        detail=lambda: [n for n in names if get_pod(env, namespace, n) is not None],
     )
 
 
@@ -324,7 +333,13 @@ def test_each_pod_of_a_batch_job_becomes_a_slurm_job(env: Env) -> None:
         ]
         return [p for p in items if p["spec"].get("nodeName")]
 
-    support.wait_for(lambda: len(pods()) < 2, WAIT, f"both pods of Job {name} to be bound")
+    wait_for(
+        lambda: not (len(pods()) < 2),
+        timeout=WAIT,
+        what=f"both pods of Job {name} to be bound",
+        every=0.5,
+        detail=lambda: len(pods()) < 2,
+    )
     bound = pods()
     ids = [p["metadata"]["labels"][slinky_bridge.JOB_ID_LABEL] for p in bound]
     assert len(set(ids)) == len(bound) == 2, ids
@@ -336,10 +351,20 @@ def test_each_pod_of_a_batch_job_becomes_a_slurm_job(env: Env) -> None:
     env.cluster.kubectl(
         "delete", "job", name, "-n", MANAGED, "--cascade=foreground", "--wait=false"
     )
-    support.wait_for(pods, WAIT, f"the pods of Job {name} to go")
+    wait_for(
+        lambda: not pods(),
+        timeout=WAIT,
+        what=f"the pods of Job {name} to go",
+        every=0.5,
+        detail=pods,
+    )
     # Job pods finish at once under kwok: the bridge ends their Slurm jobs.
-    support.wait_for(
-        lambda: set(ids) & running_job_ids(env), WAIT, f"Slurm jobs {ids} to end with their pods"
+    wait_for(
+        lambda: not (set(ids) & running_job_ids(env)),
+        timeout=WAIT,
+        what=f"Slurm jobs {ids} to end with their pods",
+        every=0.5,
+        detail=lambda: set(ids) & running_job_ids(env),
     )
 
 
@@ -371,7 +396,13 @@ def test_a_pod_asking_more_gpus_than_any_node_stays_pending_with_a_reason(env: E
                 return ""
         return "no PodScheduled=False condition with a message yet"
 
-    support.wait_for(no_reason, WAIT, f"pod {name} to report why it is not scheduled")
+    wait_for(
+        lambda: not no_reason(),
+        timeout=WAIT,
+        what=f"pod {name} to report why it is not scheduled",
+        every=0.5,
+        detail=no_reason,
+    )
     time.sleep(5)
     pod = get_pod(env, MANAGED, name)
     assert pod is not None and not pod["spec"].get("nodeName"), pod
@@ -388,7 +419,13 @@ def test_a_pod_in_an_unmanaged_namespace_is_left_to_the_default_scheduler(env: E
         pod = get_pod(env, UNMANAGED, name)
         return not (pod and pod["spec"].get("nodeName"))
 
-    support.wait_for(unbound, WAIT, f"pod {name} to be scheduled")
+    wait_for(
+        lambda: not unbound(),
+        timeout=WAIT,
+        what=f"pod {name} to be scheduled",
+        every=0.5,
+        detail=unbound,
+    )
     pod = get_pod(env, UNMANAGED, name)
     assert pod is not None
     assert pod["spec"]["schedulerName"] == "default-scheduler"
@@ -405,8 +442,12 @@ def test_deleting_the_pod_ends_its_slurm_job(env: Env) -> None:
     create_pod(env, MANAGED, name)
     _, record = wait_bound(env, MANAGED, name)
     delete_pods(env, MANAGED, name)
-    support.wait_for(
-        lambda: record["JobId"] in running_job_ids(env), WAIT, f"Slurm job {record['JobId']} to end"
+    wait_for(
+        lambda: record["JobId"] not in running_job_ids(env),
+        timeout=WAIT,
+        what=f"Slurm job {record['JobId']} to end",
+        every=0.5,
+        detail=lambda: record["JobId"] in running_job_ids(env),
     )
 
 
@@ -423,7 +464,13 @@ def test_scancel_ends_the_pod(env: Env) -> None:
         phase = pod.get("status", {}).get("phase", "")
         return "" if phase in ("Failed", "Succeeded") else phase
 
-    support.wait_for(still_running, WAIT, f"pod {name} to end after scancel {record['JobId']}")
+    wait_for(
+        lambda: not still_running(),
+        timeout=WAIT,
+        what=f"pod {name} to end after scancel {record['JobId']}",
+        every=0.5,
+        detail=still_running,
+    )
     delete_pods(env, MANAGED, name)
 
 

@@ -22,8 +22,8 @@ from packaging.utils import canonicalize_name
 from tests.cluster import labeler_cluster_support as support
 from tests.cluster.labeler_cluster_support import CONFIGMAP, NAMESPACE, SPEC, LabelerLab
 
-from slinky_harness.apps import labeler_bench as lb
 from slinky_harness.build import image
+from slinky_harness.k8s import accounts, labeler
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -208,9 +208,9 @@ def test_a_once_pass_in_the_container_labels_the_fleet_under_the_charts_service_
     lab: LabelerLab, podman: image.Podman, built: image.Build, pytestconfig: pytest.Config
 ) -> None:
     assert lab.writes() == []
-    token = lb.mint_token(lab.api_client, NAMESPACE, lab.account)
-    host_config = lb.token_kubeconfig(
-        lab.cluster, token, lab.workdir / "container.kubeconfig", "labeler"
+    token = accounts.mint_token(lab.cluster, NAMESPACE, lab.account)
+    host_config = accounts.token_kubeconfig(
+        lab.cluster, token, lab.workdir / "container.kubeconfig", user="labeler"
     )
     mounted = image.self_contained_kubeconfig(host_config, lab.workdir / "mounted.kubeconfig")
     assert "certificate-authority-data" in mounted.read_text()
@@ -224,13 +224,13 @@ def test_a_once_pass_in_the_container_labels_the_fleet_under_the_charts_service_
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    done = [line for line in lb.parse_logs(proc.stderr) if line.get("msg") == "pass done"]
+    done = [line for line in labeler.parse_logs(proc.stderr) if line.get("msg") == "pass done"]
     assert done, proc.stderr[-3000:]
 
     writes = lab.settled_writes()
     gpu = {str(n["metadata"]["name"]) for n in support.gpu_nodes(lab.fleet)}
     assert [w for w in writes if not w.ok] == []
-    assert {w.credential for w in lab.all_writes()} == {lb.token_credential(token)}
+    assert {w.credential for w in lab.all_writes()} == {accounts.token_credential(token)}
     assert sorted(w.name for w in writes if w.resource == "nodes") == sorted(gpu)
     assert [(w.resource, w.verb, w.name) for w in writes if w.resource != "nodes"] == [
         ("configmaps", "create", CONFIGMAP)

@@ -38,6 +38,7 @@ import yaml
 from tests.cluster import charts_support as support
 
 from slinky_harness.build import slinky
+from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts, umbrella
 from slinky_harness.helm.charts import load_yaml
 from slinky_harness.k8s import operator as slinky_operator
@@ -336,7 +337,13 @@ def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict
         found = fetch()
         return found is None
 
-    support.wait_for(missing, 60, f"the operator to create {kind}/{name} in {namespace}")
+    wait_for(
+        lambda: not missing(),
+        timeout=60,
+        what=f"the operator to create {kind}/{name} in {namespace}",
+        every=0.5,
+        detail=missing,
+    )
     assert found is not None
     return found
 
@@ -359,10 +366,12 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
         # The next scenario needs the GPUs back: wait until the pods the operator made for this
         # release's NodeSets are gone too (garbage collection follows the NodeSets' deletion).
         helm.run("uninstall", "sc", "-n", namespace, "--wait", "--timeout", "60s", check=False)
-        support.wait_for(
-            lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
-            120,
-            f"the pods in {namespace} to be deleted",
+        wait_for(
+            lambda: not (op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"]),
+            timeout=120,
+            what=f"the pods in {namespace} to be deleted",
+            every=0.5,
+            detail=lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
         )
 
     request.addfinalizer(uninstall)
@@ -411,10 +420,12 @@ def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 -
 
     def uninstall() -> None:
         helm.run("uninstall", "umb", "-n", namespace, "--wait", "--timeout", "60s", check=False)
-        support.wait_for(
-            lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
-            120,
-            f"the pods in {namespace} to be deleted",
+        wait_for(
+            lambda: not (op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"]),
+            timeout=120,
+            what=f"the pods in {namespace} to be deleted",
+            every=0.5,
+            detail=lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
         )
         for other in extra:
             support.kubectl(op_cluster, "delete", "namespace", other, "--wait=false")
@@ -632,7 +643,13 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
 
     if replicas or daemonset:
         try:
-            support.wait_for(settled, 180, f"NodeSet {name}'s pods to be created and scheduled")
+            wait_for(
+                lambda: not settled(),
+                timeout=180,
+                what=f"NodeSet {name}'s pods to be created and scheduled",
+                every=0.5,
+                detail=settled,
+            )
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nall pods:\n{everything()}") from None
     by_name = {n["metadata"]["name"]: n for n in nodes}

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.apps import topograph
+from slinky_harness.core.errors import HarnessError
 from slinky_topology.bench import synthetic_fabric
 from slinky_topology.build import plan
 from slinky_topology.pipeline import render_annotations_output, render_output
@@ -128,7 +129,7 @@ def _run_child(n_nodes: int) -> dict[str, Any]:
     )
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"child for {n_nodes} nodes failed (exit {proc.returncode}): {tail[0]}")
+        raise HarnessError(f"child for {n_nodes} nodes failed (exit {proc.returncode}): {tail[0]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
@@ -476,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--repeat must be at least 1")
     try:
         report = run(args.sizes, args.repeat, not args.no_topograph)
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+    except (HarnessError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(render_table(report))

@@ -47,13 +47,14 @@ import yaml
 
 from slinky_harness.build import controlplane as cp_build
 from slinky_harness.build import slinky, toolchain
+from slinky_harness.core.errors import HarnessError
+from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
 from slinky_harness.k8s import cluster as controlplane
 from slinky_harness.k8s import manifests
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s import schemas as kubeschema
-from slinky_harness.k8s.cluster import wait_until
 from slinky_harness.k8s.fleet import Fleet, GpuSpec, NodeGroup
 from slinky_harness.slurm import ctld as slurm
 from slinky_topology import cli as topology_cli
@@ -112,7 +113,7 @@ NODE_MEMORY = "960Gi"
 NODE_MEMORY_MB = 960 * 1024
 
 
-class DemoError(RuntimeError):
+class DemoError(HarnessError):
     """A step of the demo failed; the message says which and why."""
 
 
@@ -441,13 +442,13 @@ def wait_for_operator(
         return ""
 
     what = f"the operator to write ConfigMap {namespace}/{config_map} with NodeSet {nodesets}"
-    run.slurm_conf = wait_until(conf_ready, OPERATOR_TIMEOUT, what)
+    run.slurm_conf = wait_for(conf_ready, timeout=OPERATOR_TIMEOUT, what=what)
     owner = written("configmap", config_map) or {}
     owners = {o["kind"] for o in owner.get("metadata", {}).get("ownerReferences") or []}
     if "Controller" not in owners:
         raise DemoError(f"ConfigMap {namespace}/{config_map} is not owned by a Controller")
     what = f"the operator to write StatefulSet {namespace}/{statefulset}"
-    wait_until(lambda: written("statefulset", statefulset), OPERATOR_TIMEOUT, what)
+    wait_for(lambda: written("statefulset", statefulset), timeout=OPERATOR_TIMEOUT, what=what)
     run.config_map = f"{namespace}/{config_map}"
     run.statefulset = f"{namespace}/{statefulset}"
 

@@ -49,6 +49,8 @@ import yaml
 from slinky_harness.build import cache, gobuild, toolchain
 from slinky_harness.build.gobuild import BuildError
 from slinky_harness.core import paths
+from slinky_harness.core.errors import HarnessError, WaitTimeout
+from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
 
 if TYPE_CHECKING:
@@ -88,11 +90,11 @@ NAMESPACES = {
 }
 
 
-class KindError(RuntimeError):
+class KindError(HarnessError):
     """The kind run failed; the message names the step and the tail of its output."""
 
 
-class Missing(RuntimeError):
+class Missing(HarnessError):
     """A prerequisite (Docker engine, kind) is absent; the message is the one line to print."""
 
 
@@ -662,24 +664,35 @@ def execute(
                     )
                 found[step.capture] = match.group(1)
             continue
-        deadline = time.monotonic() + step.timeout
-        while True:
-            proc = _run(argv, env, None, 120)  # one attempt; the deadline bounds the poll
-            if step.fail and re.search(step.fail, proc.stdout, re.MULTILINE):
-                raise KindError(f"{step.what}: {_tail(proc)}")
-            match = (
-                re.search(step.until, proc.stdout, re.MULTILINE) if proc.returncode == 0 else None
-            )
-            if match is not None:
-                if step.capture:
-                    found[step.capture] = match.group(1)
-                break
-            if time.monotonic() > deadline:
-                raise KindError(
-                    f"{step.what}: not reached in {step.timeout}s; last output: {_tail(proc)}"
-                )
-            sleep(step.interval)
+        match = _poll(step, argv, env, sleep)
+        if step.capture:
+            found[step.capture] = match.group(1)
     return found
+
+
+def _poll(
+    step: Poll, argv: Sequence[str], env: Mapping[str, str], sleep: Callable[[float], None]
+) -> re.Match[str]:
+    """Run ``argv`` until its output matches ``step.until`` (fail at once on ``step.fail``)."""
+    last: list[subprocess.CompletedProcess[str]] = []
+
+    def attempt() -> re.Match[str] | None:
+        proc = _run(argv, env, None, 120)  # one attempt; the time-out bounds the poll
+        last[:] = [proc]
+        if step.fail and re.search(step.fail, proc.stdout, re.MULTILINE):
+            raise KindError(f"{step.what}: {_tail(proc)}")
+        if proc.returncode != 0:
+            return None
+        return re.search(step.until, proc.stdout, re.MULTILINE)
+
+    try:
+        return wait_for(
+            attempt, timeout=step.timeout, what=step.what, every=step.interval, sleep=sleep
+        )
+    except WaitTimeout:
+        raise KindError(
+            f"{step.what}: not reached in {step.timeout}s; last output: {_tail(last[0])}"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,6 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
+from slinky_harness.core.polling import wait_for
 from slinky_harness.slurm.ctld import (
     SlurmChrootError,
     SlurmCommandError,
@@ -240,11 +241,12 @@ def run_mix(
             out = ctld.run(sbatch, "--parsable", "-o", "/dev/null", *args, "--wrap",
                            f"sleep {job.duration_s}")  # fmt: skip
             ids[out.stdout.strip().split(";")[0]] = job
-        deadline = start + timeout_s
-        while ctld.run(squeue, "-h", "-o", "%i").stdout.strip():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{mode}: jobs still queued or running after {timeout_s:.0f} s")
-            time.sleep(0.5)
+        wait_for(
+            lambda: not ctld.run(squeue, "-h", "-o", "%i").stdout.strip(),
+            timeout=start + timeout_s - time.monotonic(),
+            what=f"{mode}: the job mix to end (jobs still queued or running)",
+            every=0.5,
+        )
         result.elapsed_s = time.monotonic() - start
         records = {r.get("JobId", ""): r for r in parse_records(ctld.scontrol("show", "job", "-o"))}
     for job_id, job in ids.items():

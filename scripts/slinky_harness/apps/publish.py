@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from slinky_harness.apps import release
 from slinky_harness.build import image
+from slinky_harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,7 +33,7 @@ PLATFORMS = ("linux/amd64", "linux/arm64")
 _TAG = re.compile(r"^v(?P<version>\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)$")
 
 
-class PublishError(RuntimeError):
+class PublishError(HarnessError):
     """The tag or the repository cannot be released as they stand; the message says what to fix."""
 
 

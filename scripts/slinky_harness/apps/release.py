@@ -34,6 +34,7 @@ import yaml
 from slinky_harness.build import cache, toolchain
 from slinky_harness.build.gobuild import BuildError
 from slinky_harness.core import paths
+from slinky_harness.core.errors import HarnessError
 from slinky_harness.helm import charts as suite_charts
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ _SECTION_HEADING = re.compile(r"^### (?P<name>\S.*?)\s*$")
 _PROFILE_LINK = re.compile(r"\]\(\.\./\.\./values/(?P<profile>[A-Za-z0-9_.-]+)\.yaml\)")
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(HarnessError):
     """A chart cannot be released as it stands; the message says what to fix."""
 
 

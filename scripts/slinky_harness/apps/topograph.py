@@ -41,6 +41,7 @@ without HTTP, queueing or polling.  The client-side wall time is reported next t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -59,7 +60,9 @@ import yaml
 
 from slinky_harness.build import cache, gobuild
 from slinky_harness.build.gobuild import BuildError
-from slinky_harness.core import paths, ports
+from slinky_harness.core import paths, ports, processes
+from slinky_harness.core.errors import HarnessError, WaitTimeout
+from slinky_harness.core.polling import wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -94,7 +97,7 @@ TREE_TOPOLOGY = "topology/tree"
 BLOCK_TOPOLOGY = "topology/block"
 
 
-class TopographError(RuntimeError):
+class TopographError(HarnessError):
     """topograph could not be built or did not produce a topology."""
 
 
@@ -323,6 +326,12 @@ def _http(
         return exc.code, exc.read()
 
 
+def _answer(url: str, timeout: float) -> tuple[int, bytes] | None:
+    """GET ``url``: None while topograph answers 202 (not done yet), else (status, body)."""
+    answer = _http("GET", url, timeout=timeout)
+    return None if answer[0] == 202 else answer
+
+
 def _metric_sum(base: str) -> float:
     _status, text = _http("GET", f"{base}/metrics")
     total = 0.0
@@ -368,21 +377,21 @@ def run_generation(
     log_path = workdir / "topograph.log"
     base = f"http://127.0.0.1:{port}"
     body = json.dumps(request_body(model, node_names)).encode()
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [str(binary), "-c", str(config)], stdout=log, stderr=subprocess.STDOUT, cwd=workdir
-        )
+    proc = processes.start([str(binary), "-c", str(config)], log=log_path, cwd=workdir)
     try:
-        deadline = time.monotonic() + 30
-        while True:
+
+        def healthy() -> bool:
+            if proc.poll() is not None:
+                raise TopographError(f"topograph exited at start; log: {_tail(log_path)}")
             try:
-                if _http("GET", f"{base}/healthz", timeout=2)[0] == 200:
-                    break
+                return _http("GET", f"{base}/healthz", timeout=2)[0] == 200
             except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise TopographError(f"topograph did not start; log: {_tail(log_path)}")
-            time.sleep(0.05)
+                return False
+
+        try:
+            wait_for(healthy, timeout=30, what="topograph's /healthz", every=0.05)
+        except WaitTimeout:
+            raise TopographError(f"topograph did not start; log: {_tail(log_path)}") from None
         server: list[float] = []
         wall: list[float] = []
         cpu: list[float] = []
@@ -394,16 +403,15 @@ def run_generation(
             status, uid = _http("POST", f"{base}/v1/generate", body)
             if status != 202:
                 raise TopographError(f"POST /v1/generate: HTTP {status}: {uid.decode()[:300]}")
-            give_up = time.monotonic() + timeout
-            while True:
-                status, output = _http(
-                    "GET", f"{base}/v1/topology?uid={uid.decode()}", timeout=timeout
+            try:
+                status, output = wait_for(
+                    functools.partial(_answer, f"{base}/v1/topology?uid={uid.decode()}", timeout),
+                    timeout=timeout,
+                    what="topograph's result",
+                    every=0.005,
                 )
-                if status != 202:
-                    break
-                if time.monotonic() > give_up:
-                    raise TopographError(f"no result after {timeout:.0f}s")
-                time.sleep(0.005)
+            except WaitTimeout:
+                raise TopographError(f"no result after {timeout:.0f}s") from None
             wall.append(time.perf_counter() - started)
             if status != 200:
                 raise TopographError(f"GET /v1/topology: HTTP {status}: {output.decode()[:300]}")
@@ -411,12 +419,7 @@ def run_generation(
             server.append(_metric_sum(base) - before)
         rss = _peak_rss_mib(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        processes.stop(proc, grace=10)
     text = output.decode()
     return TopographRun(
         server_seconds=tuple(server),

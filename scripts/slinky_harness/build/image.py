@@ -49,6 +49,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import fcntl
 import json
@@ -70,6 +71,8 @@ import yaml
 from slinky_harness.apps.kind import image_ref
 from slinky_harness.build.slurm_chroot import SlurmChrootError, debian_mirror
 from slinky_harness.core import paths
+from slinky_harness.core.errors import HarnessError
+from slinky_harness.core.files import write_atomic
 from slinky_harness.core.progress import heartbeat
 
 if TYPE_CHECKING:
@@ -96,7 +99,7 @@ BUILD_CA = "/run/slinky-build-ca.pem"
 """Where the host's CA bundle is mounted during ``RUN`` steps (build only)."""
 
 
-class ImageError(RuntimeError):
+class ImageError(HarnessError):
     """The image cannot be built or run here; one line that says what and why."""
 
 
@@ -580,8 +583,6 @@ def self_contained_kubeconfig(source: Path, dest: Path, owner: str = IMAGE_USER)
     ``certificate-authority-data``, ...), so it works where those paths do not exist (a
     container), written to ``dest`` with mode 0400 for ``owner`` (``uid:gid``), like the token a
     pod gets. Writing another user's file needs root."""
-    import base64  # noqa: PLC0415
-
     config = yaml.safe_load(source.read_text(encoding="utf-8"))
     for section, key in (("clusters", "cluster"), ("users", "user")):
         for item in config.get(section) or []:
@@ -590,11 +591,9 @@ def self_contained_kubeconfig(source: Path, dest: Path, owner: str = IMAGE_USER)
                 if path_key in entry:
                     raw = Path(entry.pop(path_key)).read_bytes()
                     entry[data_key] = base64.b64encode(raw).decode()
-    dest.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     uid, _, gid = owner.partition(":")
-    os.chown(dest, int(uid), int(gid or uid))
-    dest.chmod(0o400)
-    return dest
+    text = yaml.safe_dump(config, sort_keys=False)
+    return write_atomic(dest, text, mode=0o400, owner=(int(uid), int(gid or uid)))
 
 
 def run(

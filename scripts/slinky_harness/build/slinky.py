@@ -135,7 +135,9 @@ def ensure_operator() -> Path:
 def bridge_binary(name: str) -> Path:
     """``scheduler``, ``admission`` or ``controllers``, built with the control plane."""
     if name not in ("scheduler", "admission", "controllers"):
-        raise OperatorUnavailable(f"no slurm-bridge binary {name!r}; one of scheduler, admission, controllers")
+        raise OperatorUnavailable(
+            f"no slurm-bridge binary {name!r}; one of scheduler, admission, controllers"
+        )
     try:
         return ensure_binaries() / f"slurm-bridge-{name}"
     except ControlPlaneError as exc:

@@ -27,7 +27,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -35,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slinky_harness.core.processes import die_with_parent
+from slinky_harness.core import processes
+from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.progress import heartbeat
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ __all__ = [
     "chroot_argv",
     "chroot_info",
     "debian_mirror",
-    "die_with_parent",
     "ensure_chroot",
 ]
 
@@ -92,7 +91,7 @@ MOUNT_POINT = "/srv/slinky"
 _BUILD_TIMEOUT_S = 1200.0
 
 
-class SlurmChrootError(RuntimeError):
+class SlurmChrootError(HarnessError):
     """The Slurm chroot cannot be built or used (one-line message, details in the log)."""
 
 
@@ -228,32 +227,12 @@ def _run_logged(
     with logfile.open("ab") as out:
         out.write(("$ " + shlex.join(argv) + "\n").encode())
         out.flush()
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env=dict(env) if env is not None else None,
-            preexec_fn=die_with_parent,  # noqa: PLW1509 (runs before exec; build is one thread)
-        )
-        try:
-            rc = proc.wait(timeout=_BUILD_TIMEOUT_S)
-        except BaseException:
-            _kill_group(proc)
-            raise
+        rc = processes.run_to_end(argv, log=out, timeout=_BUILD_TIMEOUT_S, env=env)
     if rc != 0:
         tail = logfile.read_text(errors="replace").strip().splitlines()[-1:] or [""]
         raise SlurmChrootError(
             f"{Path(argv[0]).name} failed (exit {rc}): {tail[0]} (log: {logfile})"
         )
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=30)
 
 
 def _mounts_under(path: Path) -> list[str]:

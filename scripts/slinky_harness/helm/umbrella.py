@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING, Any
 
+from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.paths import REPO_ROOT
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
@@ -26,7 +27,7 @@ BUILD_OUTPUTS = ("charts", "Chart.lock", "tmpcharts")
 """What ``helm dependency build`` leaves in the chart folder (never copied from the checkout)."""
 
 
-class UmbrellaBuildError(RuntimeError):
+class UmbrellaBuildError(HarnessError):
     """``helm dependency build`` of the umbrella failed."""
 
 

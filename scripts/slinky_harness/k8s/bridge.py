@@ -40,6 +40,7 @@ import yaml
 from slinky_harness.build.slinky import OperatorUnavailable, bridge_binary
 from slinky_harness.core import ports
 from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s.accounts import SERVICE_ACCOUNT_MOUNT, service_account_folder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -78,9 +79,7 @@ def _configmap_file(manifest: Sequence[dict[str, Any]], key: str) -> str:
         if d.get("kind") == "ConfigMap" and key in (d.get("data") or {})
     ]
     if len(found) != 1:
-        raise OperatorUnavailable(
-            f"expected one ConfigMap with {key}, found {len(found)}"
-        )
+        raise OperatorUnavailable(f"expected one ConfigMap with {key}, found {len(found)}")
     return str(found[0])
 
 
@@ -110,10 +109,10 @@ def container_env(cluster: Cluster, deployment: dict[str, Any]) -> dict[str, str
 def pod_mounts(kubeconfig: Path, deployment: dict[str, Any], folder: Path) -> dict[Path, Path]:
     """The ServiceAccount folder a pod of ``deployment`` gets (controller-runtime reads its
     namespace there for leader election), for the identity in ``kubeconfig``."""
-    account = slinky_operator.service_account_folder(
+    account = service_account_folder(
         kubeconfig, deployment["metadata"]["namespace"], folder / "serviceaccount"
     )
-    return {account: slinky_operator.SERVICE_ACCOUNT_MOUNT}
+    return {account: SERVICE_ACCOUNT_MOUNT}
 
 
 @dataclass

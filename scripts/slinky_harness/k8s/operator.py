@@ -14,64 +14,29 @@ import contextlib
 import http.client
 import http.server
 import json
-import os
 import re
-import socket
 import subprocess
 import threading
 import time
 import urllib.parse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from slinky_harness.build.slinky import OperatorUnavailable, operator_binary
 from slinky_harness.build.slurm_chroot import MOUNT_POINT
-from slinky_harness.core import ports
-from slinky_harness.core.processes import die_with_parent
+from slinky_harness.core import ports, processes
+from slinky_harness.core.errors import WaitTimeout
+from slinky_harness.core.polling import wait_for
+from slinky_harness.k8s.accounts import service_account_kubeconfig
 from slinky_harness.slurm.ctld import HARNESS_KEYS, FileSource
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from pathlib import Path
 
     from slinky_harness.k8s.cluster import Cluster
 
 
 # -- identity ---------------------------------------------------------------------------------
-
-
-def service_account_kubeconfig(
-    cluster: Cluster, namespace: str, name: str, dest: Path, *, hours: int = 2
-) -> Path:
-    """A kubeconfig for ServiceAccount ``namespace/name`` of ``cluster`` (TokenRequest token)."""
-    token = cluster.kubectl(
-        "create", "token", name, "-n", namespace, f"--duration={hours}h"
-    ).strip()
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    server = admin["clusters"][0]["cluster"]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "kwok", "cluster": server}],
-        "users": [{"name": f"system:serviceaccount:{namespace}:{name}", "user": {"token": token}}],
-        "contexts": [
-            {
-                "name": "sa",
-                "context": {
-                    "cluster": "kwok",
-                    "user": f"system:serviceaccount:{namespace}:{name}",
-                    "namespace": namespace,
-                },
-            }
-        ],
-        "current-context": "sa",
-    }
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        yaml.safe_dump(config, out)
-    return dest
 
 
 # -- Service names for a process outside the cluster -----------------------------------------
@@ -230,17 +195,6 @@ class Manager:
         return self.log_path.read_text(errors="replace")[-chars:]
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (controller-runtime shuts down cleanly), SIGKILL after 15 s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @contextlib.contextmanager
 def run_process(
     argv: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None, what: str = "process"
@@ -248,17 +202,7 @@ def run_process(
     """Run ``argv`` in its own session with its output in ``log_path``; stop it on exit.
     ``env`` is added to this process's environment. A process that exits within half a second
     raises :class:`OperatorUnavailable` with its log's tail."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-            preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; only prctl)
-        )
+    proc = processes.start(argv, log=log_path, extra_env=env)
     running = Manager(proc, log_path, list(argv))
     try:
         time.sleep(0.5)
@@ -268,7 +212,7 @@ def run_process(
             )
         yield running
     finally:
-        _stop(proc)
+        processes.stop(proc, grace=15)  # controller-runtime shuts down cleanly on SIGTERM
 
 
 @contextlib.contextmanager
@@ -276,7 +220,12 @@ def run_manager(
     kubeconfig: Path, args: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None
 ) -> Iterator[Manager]:
     """Run the operator's manager with ``args`` against ``kubeconfig``; stop it on exit."""
-    argv = [str(operator_binary("manager")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    argv = [
+        str(operator_binary("manager")),
+        f"--kubeconfig={kubeconfig}",
+        "--zap-encoder=json",
+        *args,
+    ]
     with run_process(argv, log_path, env=env, what="operator manager") as running:
         yield running
 
@@ -311,27 +260,6 @@ def deployment_identity(cluster: Cluster, deployment: dict[str, Any], workdir: P
     namespace = deployment["metadata"]["namespace"]
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     return service_account_kubeconfig(cluster, namespace, account, workdir / "kubeconfig.yaml")
-
-
-SERVICE_ACCOUNT_MOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-"""Where a pod finds its ServiceAccount's namespace, token and CA (programs read the namespace
-there to know "their" namespace, e.g. for leader election)."""
-
-
-def service_account_folder(kubeconfig: Path, namespace: str, dest: Path) -> Path:
-    """What a pod of ``namespace`` sees in :data:`SERVICE_ACCOUNT_MOUNT`, for the identity in
-    ``kubeconfig`` (from :func:`service_account_kubeconfig`): ``namespace``, ``token`` (0600) and
-    ``ca.crt``."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "namespace").write_text(namespace)
-    fd = os.open(dest / "token", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(config["users"][0]["user"]["token"])
-    cluster = config["clusters"][0]["cluster"]
-    ca = cluster.get("certificate-authority-data")
-    (dest / "ca.crt").write_bytes(base64.b64decode(ca) if ca else b"")
-    return dest
 
 
 def with_mounts(argv: Sequence[str], mounts: dict[Path, Path]) -> list[str]:
@@ -407,15 +335,19 @@ def serving_certificate(folder: Path) -> bytes:
 
 def wait_port(port: int, running: Manager, timeout: float = 30) -> None:
     """Wait until something listens on 127.0.0.1:``port``; fail when ``running`` exits first."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return
-        if not running.alive() or time.monotonic() > deadline:
-            raise OperatorUnavailable(
-                f"{running.argv[0]} did not listen on {port}: {running.tail()}"
-            )
-        time.sleep(0.2)
+
+    def failed() -> OperatorUnavailable:
+        return OperatorUnavailable(f"{running.argv[0]} did not listen on {port}: {running.tail()}")
+
+    def listening() -> bool:
+        if not running.alive():
+            raise failed()
+        return ports.accepts(port)
+
+    try:
+        wait_for(listening, timeout=timeout, what=f"{running.argv[0]} on {port}", every=0.2)
+    except WaitTimeout:
+        raise failed() from None
 
 
 def point_webhooks_at(
@@ -454,7 +386,12 @@ def run_webhook_for_release(
     port = ports.allocate_one()
     ca = serving_certificate(workdir / "k8s-webhook-server" / "serving-certs")
     args = local_args(deployment, {"--server-addr": f"127.0.0.1:{port}"})
-    argv = [str(operator_binary("webhook")), f"--kubeconfig={kubeconfig}", "--zap-encoder=json", *args]
+    argv = [
+        str(operator_binary("webhook")),
+        f"--kubeconfig={kubeconfig}",
+        "--zap-encoder=json",
+        *args,
+    ]
     # controller-runtime reads its serving certificate from $TMPDIR/k8s-webhook-server/...
     with run_process(
         argv, workdir / "webhook.log", env={"TMPDIR": str(workdir)}, what="operator webhook"
@@ -531,7 +468,3 @@ def slurm_nodeset_name(nodeset: dict[str, Any]) -> str:
     if hostname.strip():
         return hostname.split(maxsplit=1)[0].strip("-")
     return str(nodeset["metadata"]["name"])
-
-
-
-

@@ -118,7 +118,9 @@ def _minor(version: str) -> tuple[int, int]:
 def _core_registry(schema_dir: Path) -> Registry[Any]:
     definitions = json.loads((schema_dir / "_definitions.json").read_text())
     resource: Resource[Any] = Resource.from_contents(definitions)
-    registry: Registry[Any] = Registry().with_resource("https://kubernetes.io/api/_definitions.json", resource)
+    registry: Registry[Any] = Registry().with_resource(
+        "https://kubernetes.io/api/_definitions.json", resource
+    )
     return registry
 
 

@@ -147,11 +147,8 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -170,10 +167,12 @@ from slinky_harness.build.slurm_chroot import (
     SlurmChrootError,
     chroot_argv,
     chroot_info,
-    die_with_parent,
     ensure_chroot,
 )
-from slinky_harness.core import ports
+from slinky_harness.core import ports, processes
+from slinky_harness.core.errors import HarnessError, WaitTimeout
+from slinky_harness.core.files import write_atomic
+from slinky_harness.core.polling import wait_for
 
 if TYPE_CHECKING:
     from slinky_harness.slurm.dbd import Slurmdbd
@@ -243,7 +242,8 @@ ENDED_STATES = frozenset(
 )  # fmt: skip
 """Final ``JobState`` values (what :meth:`SlurmCtld.run_job` waits for)."""
 
-class SlurmCommandError(RuntimeError):
+
+class SlurmCommandError(HarnessError):
     """A command run in the chroot exited non-zero."""
 
     def __init__(self, argv: Sequence[str], returncode: int, stdout: str, stderr: str) -> None:
@@ -257,7 +257,7 @@ class SlurmCommandError(RuntimeError):
         self.stderr = stderr
 
 
-class SlurmctldStartError(RuntimeError):
+class SlurmctldStartError(HarnessError):
     """slurmctld exited during start-up or did not answer in time; ``log`` holds what it logged."""
 
     def __init__(self, message: str, log: str, returncode: int | None) -> None:
@@ -266,7 +266,7 @@ class SlurmctldStartError(RuntimeError):
         self.returncode = returncode
 
 
-class SlurmdStartError(RuntimeError):
+class SlurmdStartError(HarnessError):
     """An emulated slurmd exited or its node did not become idle; ``log`` holds its output."""
 
     def __init__(self, message: str, log: str) -> None:
@@ -370,15 +370,6 @@ def _read_files(files: ConfigFiles | None) -> dict[str, bytes]:
         else:
             out[name] = src.encode("utf-8")
     return out
-
-
-def _answers(port: int) -> bool:
-    """Whether something accepts TCP connections on 127.0.0.1:port."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def emulated_nodes(
@@ -579,22 +570,18 @@ class SlurmCtld:
             run_dir = self.workdir / "slurmd" / node / "run"
             run_dir.mkdir(parents=True, exist_ok=True)
             argv = [f"/usr/sbin/{daemon}", "-D", "-N", node, "-f", CONF_PATH]
-            with (self.workdir / f"slurmd-{node}.stderr").open("wb") as err:
-                self._slurmds[node] = subprocess.Popen(
-                    self._argv(argv, run_dir=run_dir, own_pids=True),
-                    stdin=subprocess.DEVNULL,
-                    stdout=err,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    env={**CHROOT_ENV, "SLURM_CONF": CONF_PATH},
-                    preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; slurmd runs as root)
-                )
+            self._slurmds[node] = processes.start(
+                self._argv(argv, run_dir=run_dir, own_pids=True),
+                log=self.workdir / f"slurmd-{node}.stderr",
+                env={**CHROOT_ENV, "SLURM_CONF": CONF_PATH},
+            )
         self._wait_idle(nodes, timeout)
 
     def _wait_idle(self, nodes: Sequence[str], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
         want = set(nodes)
-        while True:
+        idle: set[str] = set()
+
+        def all_idle() -> bool:
             for node in nodes:
                 proc = self._slurmds[node]
                 if proc.poll() is not None:
@@ -604,16 +591,18 @@ class SlurmCtld:
                     )
             res = self.run(self._client("sinfo"), "-h", "-N", "-o", "%N %t", check=False)
             rows = (ln.partition(" ") for ln in res.stdout.splitlines())
-            idle = {name for name, _, state in rows if state == "idle"}
-            if want <= idle:
-                return
-            if time.monotonic() > deadline:
-                missing = sorted(want - idle)
-                raise SlurmdStartError(
-                    f"nodes not idle after {timeout:.0f} s: {','.join(missing)}",
-                    self.slurmd_log(missing[0]),
-                )
-            time.sleep(0.2)
+            idle.clear()
+            idle.update(name for name, _, state in rows if state == "idle")
+            return want <= idle
+
+        try:
+            wait_for(all_idle, timeout=timeout, what=f"nodes {','.join(nodes)} idle", every=0.2)
+        except WaitTimeout:
+            missing = sorted(want - idle)
+            raise SlurmdStartError(
+                f"nodes not idle after {timeout:.0f} s: {','.join(missing)}",
+                self.slurmd_log(missing[0]),
+            ) from None
 
     def run_job(
         self, *sbatch_args: str, timeout: float = 60.0, user: str | None = None
@@ -645,21 +634,25 @@ class SlurmCtld:
     ) -> dict[str, str]:
         """Poll the job every 0.1 s until its ``JobState`` is one of ``states``; its record.
 
-        Raises :class:`TimeoutError` (with the last state and reason) after ``timeout`` seconds.
+        Raises :class:`~slinky_harness.core.errors.WaitTimeout` (a ``TimeoutError``, with the last
+        state and reason) after ``timeout`` seconds.
         """
         want = set(states)
-        deadline = time.monotonic() + timeout
-        while True:
-            record = self.job(job_id)
-            if record.get("JobState") in want:
-                return record
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"job {job_id} still {record.get('JobState', 'unknown')} "
-                    f"(Reason={record.get('Reason', '')}) after {timeout:.0f} s, "
-                    f"waiting for {'/'.join(sorted(want))}"
-                )
-            time.sleep(0.1)
+        last: dict[str, str] = {}
+
+        def reached() -> dict[str, str] | None:
+            last.clear()
+            last.update(self.job(job_id))
+            return dict(last) if last.get("JobState") in want else None
+
+        try:
+            return wait_for(reached, timeout=timeout, what=f"job {job_id}", every=0.1)
+        except WaitTimeout:
+            raise WaitTimeout(
+                f"job {job_id} still {last.get('JobState', 'unknown')} "
+                f"(Reason={last.get('Reason', '')}) after {timeout:.0f} s, "
+                f"waiting for {'/'.join(sorted(want))}"
+            ) from None
 
     # --- accounting clients (slurmctld(..., accounting=...)) -----------------------------------
 
@@ -686,7 +679,7 @@ class SlurmCtld:
         for node in nodes or tuple(self._slurmds):
             proc = self._slurmds.pop(node, None)
             if proc is not None:
-                _stop_group(proc, grace=5.0)
+                processes.stop(proc, grace=5.0)
 
     # --- slurmrestd ------------------------------------------------------------------------------
 
@@ -701,23 +694,27 @@ class SlurmCtld:
         self.restd_port = ports.allocate_one()
         argv = ["/usr/sbin/slurmrestd", "-u", "65534", "-g", "65534", "-a", "rest_auth/jwt",
                 f"127.0.0.1:{self.restd_port}"]  # fmt: skip
-        with (self.workdir / "slurmrestd.log").open("wb") as err:
-            self._restd = subprocess.Popen(
-                self._argv(argv, own_pids=True, shell_init=True),
-                stdin=subprocess.DEVNULL,
-                stdout=err,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                # SLURM_JWT=daemon: slurmrestd accepts callers' tokens (Slurm's REST quick start).
-                env={**CHROOT_ENV, "SLURM_CONF": CONF_PATH, "SLURM_JWT": "daemon"},
-                preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; unshare is root)
-            )
-        deadline = time.monotonic() + timeout
-        while not _answers(self.restd_port):
-            if self._restd.poll() is not None or time.monotonic() > deadline:
-                log = (self.workdir / "slurmrestd.log").read_text(errors="replace")
-                raise SlurmctldStartError("slurmrestd did not start", log, self._restd.poll())
-            time.sleep(0.1)
+        self._restd = processes.start(
+            self._argv(argv, own_pids=True, shell_init=True),
+            log=self.workdir / "slurmrestd.log",
+            # SLURM_JWT=daemon: slurmrestd accepts callers' tokens (Slurm's REST quick start).
+            env={**CHROOT_ENV, "SLURM_CONF": CONF_PATH, "SLURM_JWT": "daemon"},
+        )
+        restd, port = self._restd, self.restd_port
+
+        def failed() -> SlurmctldStartError:
+            log = (self.workdir / "slurmrestd.log").read_text(errors="replace")
+            return SlurmctldStartError("slurmrestd did not start", log, restd.poll())
+
+        def answers() -> bool:
+            if restd.poll() is not None:
+                raise failed()
+            return ports.accepts(port)
+
+        try:
+            wait_for(answers, timeout=timeout, what="slurmrestd", every=0.1)
+        except WaitTimeout:
+            raise failed() from None
         return self.restd_port
 
     # --- configuration ---------------------------------------------------------------------------
@@ -744,9 +741,13 @@ class SlurmCtld:
         marker = "Running as primary controller"
         before = self.log().count(marker)
         self.scontrol("reconfigure")
-        deadline = time.monotonic() + settle
-        while self.log().count(marker) <= before and time.monotonic() < deadline and self.alive():
-            time.sleep(0.05)
+        with contextlib.suppress(WaitTimeout):  # at most ``settle``; _wait_ready decides
+            wait_for(
+                lambda: self.log().count(marker) > before or not self.alive(),
+                timeout=settle,
+                what="slurmctld to re-read its files",
+                every=0.05,
+            )
         self._wait_ready()
 
     def _managed(self) -> dict[str, str]:
@@ -784,9 +785,9 @@ class SlurmCtld:
         if self.accounting is not None:
             if files.get("slurm.key", self.accounting.slurm_key) != self.accounting.slurm_key:
                 raise ValueError("slurm.key differs from the slurmdbd's: both daemons need one key")
-            key.write_bytes(self.accounting.slurm_key)
+            write_atomic(key, self.accounting.slurm_key, mode=0o600)
         elif "slurm.key" not in files:
-            key.write_bytes(os.urandom(1024))
+            write_atomic(key, os.urandom(1024), mode=0o600)
         for script in self.etc_dir.glob("*.sh"):  # PrologSlurmctld=, EpilogSlurmctld= scripts
             script.chmod(0o755)
         for secret in self.etc_dir.glob("*.key"):  # slurm.key, jwt.key: Slurm refuses others' keys
@@ -807,16 +808,11 @@ class SlurmCtld:
                 daemon = "slurmctld"
             argv = ["/usr/sbin/" + daemon, "-D", "-i", "-f", CONF_PATH]
             self._pid = 0
-            with (self.workdir / "slurmctld.stderr").open("wb") as err:
-                self._proc = subprocess.Popen(
-                    self._argv(argv, hostname=HOSTNAME, own_pids=True, shell_init=True),
-                    stdin=subprocess.DEVNULL,
-                    stdout=err,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    env=dict(CHROOT_ENV),
-                    preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; unshare is root)
-                )
+            self._proc = processes.start(
+                self._argv(argv, hostname=HOSTNAME, own_pids=True, shell_init=True),
+                log=self.workdir / "slurmctld.stderr",
+                env=CHROOT_ENV,
+            )
             try:
                 self._wait_ready()
                 return
@@ -830,8 +826,10 @@ class SlurmCtld:
         raise last
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        while True:
+        ping = CommandResult(("ping",), -1, "", "no answer yet")
+
+        def up() -> bool:
+            nonlocal ping
             proc = self._proc
             if proc is None or proc.poll() is not None:
                 rc = proc.returncode if proc is not None else None
@@ -844,15 +842,16 @@ class SlurmCtld:
                 ping = self.run(self._client("scontrol"), "ping", check=False, timeout=10)
             except subprocess.TimeoutExpired:
                 ping = CommandResult(("ping",), -1, "", "scontrol ping timed out")
-            if ping.returncode == 0 and " UP" in ping.stdout:
-                return
-            if time.monotonic() > deadline:
-                raise SlurmctldStartError(
-                    f"slurmctld did not answer within {self.timeout:.0f} s: {ping.output.strip()}",
-                    self.log(),
-                    None,
-                )
-            time.sleep(0.05)
+            return ping.returncode == 0 and " UP" in ping.stdout
+
+        try:
+            wait_for(up, timeout=self.timeout, what="slurmctld", every=0.05)
+        except WaitTimeout:
+            raise SlurmctldStartError(
+                f"slurmctld did not answer within {self.timeout:.0f} s: {ping.output.strip()}",
+                self.log(),
+                None,
+            ) from None
 
     def stop(self) -> int | None:
         """Stop emulated slurmd, then SIGTERM slurmctld's process group (SIGKILL after 10 s).
@@ -861,28 +860,13 @@ class SlurmCtld:
         """
         self.stop_slurmd()
         if self._restd is not None:
-            _stop_group(self._restd, grace=5.0)
+            processes.stop(self._restd, grace=5.0)
             ports.release(self.restd_port)
             self._restd = None
         proc = self._proc
         if proc is None:
             return None
-        return _stop_group(proc, grace=10.0)
-
-
-def _stop_group(proc: subprocess.Popen[bytes], *, grace: float) -> int:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # anything the daemon left in its group
-    return proc.returncode
+        return processes.stop(proc, grace=10.0)
 
 
 def _find_descendant(ancestor: int, exe_prefix: str) -> int:

@@ -72,22 +72,22 @@ from slinky_harness.build.slurm_chroot import (
     MOUNT_POINT,
     chroot_argv,
     chroot_info,
-    die_with_parent,
     ensure_chroot,
 )
-from slinky_harness.core import ports
+from slinky_harness.core import ports, processes
+from slinky_harness.core.errors import HarnessError, WaitTimeout
+from slinky_harness.core.files import write_atomic
+from slinky_harness.core.polling import wait_for
 from slinky_harness.core.progress import heartbeat
 from slinky_harness.slurm.ctld import (
     SlurmChrootError,
     SlurmCommandError,
     SlurmctldStartError,
-    _answers,
     _last_problem,
-    _stop_group,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
 __all__ = [
     "OPERATOR_SOURCE",
@@ -136,7 +136,7 @@ _MARIADB_ARGS = (
 )
 
 
-class MariaDBStartError(RuntimeError):
+class MariaDBStartError(HarnessError):
     """mariadb-install-db or mariadbd failed, or MariaDB did not answer; ``log`` says why."""
 
     def __init__(self, message: str, log: str) -> None:
@@ -371,6 +371,18 @@ def localize_slurmdbd_conf(
 # --- MariaDB -------------------------------------------------------------------------------------
 
 
+def _came_up(proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``ready()`` holds before ``proc`` exits or ``timeout`` seconds pass."""
+    with contextlib.suppress(WaitTimeout):
+        wait_for(
+            lambda: proc.poll() is not None or ready(),
+            timeout=timeout,
+            what="a daemon to answer",
+            every=0.05,
+        )
+    return proc.poll() is None and ready()
+
+
 def _daemon(
     root: Path, workdir: Path, argv: Sequence[str], logfile: Path, *, hostname: str,
     shell_init: bool = False, env: Mapping[str, str] | None = None,
@@ -386,16 +398,7 @@ def _daemon(
         shell_init=shell_init,
         cwd=MOUNT_POINT,
     )
-    with logfile.open("wb") as out:
-        return subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=dict(env or CHROOT_ENV),
-            preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; unshare is root)
-        )
+    return processes.start(cmd, log=logfile, env=env or CHROOT_ENV)
 
 
 class MariaDB:
@@ -475,11 +478,9 @@ class MariaDB:
         # own PID namespace: the bootstrap mariadbd it starts dies with it, even on SIGKILL
         cmd = chroot_argv(self.root, argv, binds={MOUNT_POINT: self.workdir},
                           hostname=DB_HOSTNAME, proc=True, pid_ns=True)  # fmt: skip
-        with (self.workdir / "install.log").open("wb") as out:
-            rc = subprocess.run(
-                cmd, stdout=out, stderr=subprocess.STDOUT, env=CHROOT_ENV, timeout=self.timeout,
-                check=False, preexec_fn=die_with_parent,
-            ).returncode  # fmt: skip
+        rc = processes.run_to_end(
+            cmd, log=self.workdir / "install.log", env=CHROOT_ENV, timeout=self.timeout
+        )
         if rc != 0:
             raise MariaDBStartError(f"mariadb-install-db exited {rc}", self.log())
 
@@ -498,12 +499,7 @@ class MariaDB:
                 self.root, self.workdir, argv, self.workdir / "mariadbd.stderr",
                 hostname=DB_HOSTNAME,
             )  # fmt: skip
-            deadline = time.monotonic() + self.timeout
-            while not (_answers(self.port) and self.socket.exists()):
-                if self._proc.poll() is not None or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-            else:
+            if _came_up(self._proc, self._answers, self.timeout):
                 self.start_seconds = time.monotonic() - started
                 return
             self.stop()
@@ -514,11 +510,14 @@ class MariaDB:
                 )
         raise MariaDBStartError("mariadbd found no free port", self.log())
 
+    def _answers(self) -> bool:
+        return ports.accepts(self.port) and self.socket.exists()
+
     def stop(self) -> int | None:
         """SIGTERM to mariadbd's process group (a clean shutdown; SIGKILL after 20 s)."""
         if self._proc is None:
             return None
-        return _stop_group(self._proc, grace=20.0)
+        return processes.stop(self._proc, grace=20.0)
 
 
 @contextlib.contextmanager
@@ -608,10 +607,8 @@ class Slurmdbd:
         files = {"slurmdbd.conf": self.conf.encode(), "slurm.key": self.slurm_key,
                  "jwt.key": self.jwt_key}  # fmt: skip
         for name, data in files.items():
-            path = etc / name
-            path.write_bytes(data)
-            path.chmod(0o600)  # slurmdbd refuses a slurmdbd.conf others can read
-            os.chown(path, uid, gid)
+            # slurmdbd refuses a slurmdbd.conf others can read
+            write_atomic(etc / name, data, mode=0o600, owner=(uid, gid))
         (self.workdir / "slurmdbd.stderr").unlink(missing_ok=True)
 
     def _start(self, given_conf: str) -> None:
@@ -629,12 +626,7 @@ class Slurmdbd:
                 self.root, self.workdir, ["/usr/sbin/slurmdbd", "-D"],
                 self.workdir / "slurmdbd.stderr", hostname=self.host, shell_init=True, env=env,
             )  # fmt: skip
-            deadline = time.monotonic() + self.timeout
-            while not _answers(self.port):
-                if self._proc.poll() is not None or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-            else:
+            if _came_up(self._proc, self._answers, self.timeout):
                 self.start_seconds = time.monotonic() - started
                 return
             rc = self._proc.poll()
@@ -649,11 +641,14 @@ class Slurmdbd:
                 )
         raise SlurmdbdStartError("slurmdbd found no free port", self.log(), None)
 
+    def _answers(self) -> bool:
+        return ports.accepts(self.port)
+
     def stop(self) -> int | None:
         """SIGTERM to slurmdbd's process group (SIGKILL after 10 s)."""
         if self._proc is None:
             return None
-        return _stop_group(self._proc, grace=10.0)
+        return processes.stop(self._proc, grace=10.0)
 
 
 @contextlib.contextmanager
