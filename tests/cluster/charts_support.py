@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from slinky_harness.k8s import schemas as kubeschema
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,41 +86,6 @@ def release_name(scenario: chart_index.Scenario) -> str:
         "gpu-topology-labeler": "gtl",
     }[scenario.chart]
     return f"{short}-{scenario.name.removeprefix('ci/')}"[:30].strip("-")
-
-
-@dataclass
-class Helm:
-    """A pinned helm binary bound to the session cluster, with its own config folders."""
-
-    binary: Path
-    cluster: Cluster
-    home: Path
-
-    def env(self) -> dict[str, str]:
-        env = self.cluster.env()
-        for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
-            env[var] = str(self.home / var.lower())
-        return env
-
-    def run(
-        self, *args: str, namespace: str | None = None, check: bool = True, timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        cmd = [str(self.binary), "--kubeconfig", str(self.cluster.kubeconfig)]
-        if namespace:
-            cmd += ["-n", namespace]
-        proc = subprocess.run(
-            [*cmd, *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"`helm {' '.join(args)}` failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
-            )
-        return proc
 
 
 def kubectl(

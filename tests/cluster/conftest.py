@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes import client
-from tests.cluster.charts_support import Helm
 
 from slinky_harness.core.polling import wait_for
+from slinky_harness.helm.client import Helm
 from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.k8s.fleet import Fleet, load_fleet
 

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from tests.cluster import charts_support
 
 from slinky_harness.core import ports, processes
+from slinky_harness.helm.client import Helm
 from slinky_harness.k8s import accounts, labeler
 from slinky_harness.k8s.audit import AuditWrite, audit_policy, read_audit_writes
 from slinky_harness.k8s.cluster import Cluster
@@ -215,7 +215,7 @@ class LabelerLab:
     cluster: Cluster
     workdir: Path
     fleet: Fleet
-    helm: charts_support.Helm
+    helm: Helm
     rendered: list[dict[str, Any]]
     account: str
     args: list[str]
@@ -425,7 +425,7 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
             cluster=cluster,
             workdir=workdir,
             fleet=fleet,
-            helm=charts_support.Helm(helm_bin, cluster, workdir / "helm"),
+            helm=Helm(helm_bin, cluster, workdir / "helm"),
             rendered=rendered,
             account=account,
             args=[str(a) for a in container["args"]],

@@ -42,6 +42,8 @@ from slinky_harness.build.gobuild import module_dir
 from slinky_harness.build.slurm_chroot import MOUNT_POINT
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
+from slinky_harness.helm.client import Helm
+from slinky_harness.helm.values import merge
 from slinky_harness.k8s import bridge as slinky_bridge
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s.cluster import Cluster
@@ -75,17 +77,6 @@ class Env:
     gpu_nodes: dict[str, int]
     """Kubernetes node (= Slurm node) -> GPUs, from the fleet."""
     batch_partition: str
-
-
-def _merged(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    out = dict(defaults)
-    for key, value in given.items():
-        out[key] = (
-            _merged(out[key], value)
-            if isinstance(value, dict) and isinstance(out.get(key), dict)
-            else value
-        )
-    return out
 
 
 def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str]:
@@ -128,15 +119,15 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         Cluster.start(work / "cluster", fleet=fleet) as cluster,
         slinky_operator.ServiceProxy() as proxy,
     ):
-        helm = support.Helm(toolchain.ensure("helm"), cluster, work / "helm")
+        helm = Helm(toolchain.ensure("helm"), cluster, work / "helm")
         for ns in (NAMESPACE, MANAGED, UNMANAGED):
             cluster.kubectl("create", "namespace", ns)
         defaults = charts.load_yaml(support.CHARTS["slurm-bridge"].path / "values.yaml")
         block = {**PROFILE["slurm-bridge"], "global": PROFILE.get("global", {})}
         override = {"slurm": {"jwt": {"existingSecret": JWT_SECRET}}}
-        values = _merged(_merged(defaults, block), override)
+        values = merge(merge(defaults, block), override)
         values_file = work / "bridge-values.yaml"
-        values_file.write_text(yaml.safe_dump(_merged(block, override)))
+        values_file.write_text(yaml.safe_dump(merge(block, override)))
         nodes = cluster.kubectl_json("get", "nodes")["items"]
         gpu_nodes = {
             n["metadata"]["name"]: int(n["status"]["capacity"][GPU])

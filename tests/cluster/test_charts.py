@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from slinky_harness.helm.charts import Scenario
+    from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
 
-Helm = support.Helm
 SCENARIOS = support.chart_scenarios()
 MARK = "cluster-tier.slinky.dev/upgraded"
 

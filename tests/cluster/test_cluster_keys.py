@@ -28,9 +28,9 @@ from slinky_harness.core.polling import wait_for
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
 
-Helm = support.Helm
 CHART = str(support.CHARTS["slurm-cluster"].path)
 README = support.CHARTS["slurm-cluster"].path / "README.md"
 RELEASE = "keys"

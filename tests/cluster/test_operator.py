@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import json
 import logging
 import os
@@ -38,9 +37,12 @@ import yaml
 from tests.cluster import charts_support as support
 
 from slinky_harness.build import slinky
+from slinky_harness.core.errors import WaitTimeout
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts, umbrella
 from slinky_harness.helm.charts import load_yaml
+from slinky_harness.helm.client import Helm
+from slinky_harness.helm.values import merge
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.slurm import ctld as slurm
@@ -80,10 +82,10 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurmdbd.Mari
 
 
 @pytest.fixture(scope="module")
-def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> support.Helm:
+def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
-    return support.Helm(toolchain.ensure("helm"), op_cluster, tmp_path_factory.mktemp("helm"))
+    return Helm(toolchain.ensure("helm"), op_cluster, tmp_path_factory.mktemp("helm"))
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +97,7 @@ def proxy() -> Iterator[slinky_operator.ServiceProxy]:
 @pytest.fixture(scope="module")
 def manager(
     op_cluster: Cluster,
-    helm: support.Helm,
+    helm: Helm,
     proxy: slinky_operator.ServiceProxy,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[slinky_operator.Manager]:
@@ -125,7 +127,7 @@ def manager(
 WEBHOOK_CACHE_RACE = re.compile(r'denied the request: ConfigMap "([^"]+)" not found')
 
 
-def install(helm: support.Helm, release: str, chart: str, *args: str) -> None:
+def install(helm: Helm, release: str, chart: str, *args: str) -> None:
     """``helm install``, retried once (as ``helm upgrade --install``) when upstream's webhook
     denied the Controller for a ConfigMap that the same install had just created: the v1.2.1
     webhook reads ConfigMaps through its informer cache, which can lag the API server by the
@@ -136,6 +138,7 @@ def install(helm: support.Helm, release: str, chart: str, *args: str) -> None:
         return
     race = WEBHOOK_CACHE_RACE.search(proc.stderr)
     namespace = args[args.index("-n") + 1]
+    assert helm.cluster is not None, "the operator tests' Helm is bound to their cluster"
     if (
         race is None
         or support.kubectl(
@@ -215,7 +218,7 @@ def accounting_daemon(  # noqa: PLR0917
         yield running
 
 
-def release_objects(helm: support.Helm, release: str, namespace: str) -> list[dict[str, Any]]:
+def release_objects(helm: Helm, release: str, namespace: str) -> list[dict[str, Any]]:
     """The objects of a release as installed (``helm get manifest``)."""
     text = helm.run("get", "manifest", release, "-n", namespace).stdout
     return [d for d in yaml.safe_load_all(text) if d]
@@ -224,23 +227,13 @@ def release_objects(helm: support.Helm, release: str, namespace: str) -> list[di
 def _merged(scenario: Scenario) -> dict[str, Any]:
     """The chart's values.yaml with the scenario's values merged over it (as Helm does)."""
     defaults: dict[str, Any] = load_yaml(CLUSTER_CHART.path / "values.yaml")
-    return _with_defaults(defaults, scenario.values)
-
-
-def _with_defaults(defaults: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(defaults)
-    for key, value in (item or {}).items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _with_defaults(out[key], value)
-        else:
-            out[key] = value
-    return out
+    return merge(defaults, scenario.values)
 
 
 def expected_partitions(values: dict[str, Any]) -> dict[str, set[str]]:
     """Partition name -> NodeSet keys it holds, read from the values (the oracle)."""
     nodesets = {
-        name: _with_defaults(values["nodesetDefaults"], spec)
+        name: merge(values["nodesetDefaults"], spec)
         for name, spec in (values.get("nodesets") or {}).items()
     }
     enabled = {name for name, spec in nodesets.items() if spec.get("enabled", True)}
@@ -249,7 +242,7 @@ def expected_partitions(values: dict[str, Any]) -> dict[str, set[str]]:
         if nodesets[name]["partition"].get("enabled"):
             parts[name] = {name}
     for name, given in (values.get("partitions") or {}).items():
-        spec = _with_defaults(values.get("partitionDefaults") or {}, given)
+        spec = merge(values.get("partitionDefaults") or {}, given)
         if spec.get("enabled", True):
             wanted = spec.get("nodesets") or []
             parts[name] = set(enabled) if "ALL" in wanted else set(wanted) & enabled
@@ -260,7 +253,7 @@ def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
     """Partition -> named topology the values give it (only partitions that name one)."""
     out: dict[str, str] = {}
     for name, spec in (values.get("nodesets") or {}).items():
-        merged = _with_defaults(values["nodesetDefaults"], spec)
+        merged = merge(values["nodesetDefaults"], spec)
         if (
             merged.get("enabled", True)
             and merged["partition"].get("enabled")
@@ -268,7 +261,7 @@ def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
         ):
             out[name] = str(merged["partition"]["topology"])
     for name, given in (values.get("partitions") or {}).items():
-        merged = _with_defaults(values.get("partitionDefaults") or {}, given)
+        merged = merge(values.get("partitionDefaults") or {}, given)
         if merged.get("enabled", True) and merged.get("topology"):
             out[name] = str(merged["topology"])
     return out
@@ -351,7 +344,7 @@ def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
-    helm: support.Helm,
+    helm: Helm,
     manager: slinky_operator.Manager,
     proxy: slinky_operator.ServiceProxy,
     database: slurmdbd.MariaDB,
@@ -398,7 +391,7 @@ def umbrella_chart(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 @pytest.mark.parametrize("case", list(UMBRELLA_CASES))
 def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
-    helm: support.Helm,
+    helm: Helm,
     manager: slinky_operator.Manager,
     proxy: slinky_operator.ServiceProxy,
     database: slurmdbd.MariaDB,
@@ -443,8 +436,8 @@ def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 -
         "-f", str(values), "-f", str(overrides),
     )  # fmt: skip
     objects = release_objects(helm, "umb", namespace)
-    cluster_values = _with_defaults(
-        _with_defaults(
+    cluster_values = merge(
+        merge(
             load_yaml(CLUSTER_CHART.path / "values.yaml"),
             UMBRELLA_DEFAULTS.get("slurm-cluster") or {},
         ),
@@ -650,7 +643,7 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
                 every=0.5,
                 detail=settled,
             )
-        except AssertionError as exc:
+        except WaitTimeout as exc:
             raise AssertionError(f"{exc}\nall pods:\n{everything()}") from None
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for pod in _pods_of(cluster, namespace, name):

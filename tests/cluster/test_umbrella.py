@@ -22,6 +22,7 @@ from slinky_harness.helm import charts, umbrella
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
 
 PROFILES = charts.profiles()
@@ -77,7 +78,7 @@ def topology_configmap(profile: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_umbrella_install_test_uninstall(
-    cluster: Cluster, helm4: support.Helm, setup: Setup, namespace: str, case: str
+    cluster: Cluster, helm4: Helm, setup: Setup, namespace: str, case: str
 ) -> None:
     profile = CASES[case]
     values = setup.values_dir / f"{case.replace('/', '-')}.yaml"

@@ -18,6 +18,7 @@ import pytest
 
 from slinky_harness.helm import charts, umbrella
 from slinky_harness.helm import client as helm
+from slinky_harness.helm.values import merge
 from slinky_harness.k8s import manifests
 from slinky_harness.k8s import schemas as kubeschema
 
@@ -53,16 +54,6 @@ def with_globals(values: dict[str, Any]) -> dict[str, Any]:
     glob["imageRegistry"] = SENTINEL_REGISTRY
     glob["imagePullSecrets"] = [SENTINEL_SECRET]
     return result
-
-
-def merge(base: Any, override: Any) -> Any:
-    """Helm's values coalescing: maps merge key by key, anything else (lists too) replaces."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        result = dict(base)
-        for key, value in override.items():
-            result[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
-        return result
-    return copy.deepcopy(override)
 
 
 def pull_secret_problems(docs: list[Doc]) -> list[str]:

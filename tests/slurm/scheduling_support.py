@@ -58,18 +58,6 @@ def proof(what: str, outcome: str) -> None:
     PROOFS.append(f"{what}: {outcome}")
 
 
-def merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """Values layers merged key by key (later wins; maps merge, everything else replaces)."""
-    out: dict[str, Any] = {}
-    for layer in layers:
-        for key, value in layer.items():
-            if isinstance(value, dict) and isinstance(out.get(key), dict):
-                out[key] = merge(out[key], value)
-            else:
-                out[key] = value
-    return out
-
-
 def conf_settings(text: str) -> dict[str, str]:
     """``Key=Value`` lines of a slurm.conf fragment (one setting per line, the last one wins)."""
     out: dict[str, str] = {}

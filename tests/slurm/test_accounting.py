@@ -15,6 +15,7 @@ import pytest
 import yaml
 from tests.slurm import scheduling_support as sched
 
+from slinky_harness.helm.values import merge
 from slinky_harness.slurm.ctld import SlurmCommandError, slurmctld
 from slinky_harness.slurm.dbd import (
     AccountingSpec,
@@ -137,7 +138,7 @@ def test_a_users_first_job_runs_with_the_chart_defaults(
 
     The presets enforce nothing that needs an association (``scheduling.accountingEnforce`` opts
     in); fairshare is the default preset."""
-    values: dict[str, Any] = sched.merge(ACCOUNTING_ON, {"scheduling": {"preset": preset}})
+    values: dict[str, Any] = merge(ACCOUNTING_ON, {"scheduling": {"preset": preset}})
     if preset == "fairshare":
         values = dict(ACCOUNTING_ON)  # the chart's own default
     with sched_cluster(values, nodes=1) as c:
@@ -160,7 +161,7 @@ def test_enforcing_associations_needs_the_readme_accounts_first(
 ) -> None:
     """With ``accountingEnforce`` (here the ci scenario's flags) a user needs an association:
     the README's two ``sacctmgr`` commands are exactly what makes the first job run."""
-    values = sched.merge(ACCOUNTING_ON, {"scheduling": {"accountingEnforce": sorted(ENFORCING)}})
+    values = merge(ACCOUNTING_ON, {"scheduling": {"accountingEnforce": sorted(ENFORCING)}})
     with sched_cluster(values, nodes=1) as c:
         assert c.rendered.enforce() == ENFORCING
         with pytest.raises(SlurmCommandError, match="Invalid account"):
@@ -178,7 +179,7 @@ def test_sacct_records_every_job(sched_cluster: ClusterFactory) -> None:
     """Every job (completed, failed, cancelled while pending) is in ``sacct`` with its user,
     account, QoS, node list and, for GPU jobs, ``gres/gpu`` in its TRES (the chart sets
     ``AccountingStorageTRES=gres/gpu`` for GPU NodeSets with accounting on)."""
-    with sched_cluster(sched.merge(ACCOUNTING_ON, sched.GPU_VALUES)) as c:
+    with sched_cluster(merge(ACCOUNTING_ON, sched.GPU_VALUES)) as c:
         assert c.rendered.settings["AccountingStorageTRES"] == "gres/gpu"
         gpus = c.rendered.gpus_per_node
         for account, user in (("physics", "alice"), ("chemistry", "bob")):

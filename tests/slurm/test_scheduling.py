@@ -19,12 +19,13 @@ from tests.slurm import scheduling_support as sched
 
 from slinky_harness.core.polling import wait_for
 from slinky_harness.core.progress import heartbeat
+from slinky_harness.helm.values import merge
 from slinky_harness.slurm.ctld import SlurmCommandError
 
 if TYPE_CHECKING:
     from tests.slurm.conftest import ClusterFactory
 
-BASE: dict[str, Any] = sched.merge({"accounting": {"enabled": True}}, sched.GPU_VALUES)
+BASE: dict[str, Any] = merge({"accounting": {"enabled": True}}, sched.GPU_VALUES)
 """The chart's defaults (preset ``fairshare``) with accounting on and two GPUs per node."""
 SLEEP = "sleep 600"
 """A job that runs until the test cancels it (or preemption ends it)."""
@@ -65,7 +66,7 @@ def test_dependencies(sched_cluster: ClusterFactory, overrides: dict[str, Any]) 
     an unsatisfiable one is cancelled when ``DependencyParameters`` has ``kill_invalid_depend``,
     else it stays pending (DependencyNeverSatisfied); ``singleton`` waits for the same user's
     job of the same name only."""
-    with sched_cluster(sched.merge(BASE, overrides)) as c:
+    with sched_cluster(merge(BASE, overrides)) as c:
         kill = "kill_invalid_depend" in sched.param_list(
             c.rendered.settings.get("DependencyParameters", "")
         )
@@ -154,7 +155,7 @@ def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
     """Per-account ``GrpTRES`` (GPUs) and ``MaxJobs`` hold while other GPUs and CPUs are free;
     with ``safe`` a job that could exceed ``GrpTRESMins`` never starts; with ``qos`` a QoS the
     association does not list is refused at submission."""
-    with sched_cluster(sched.merge(BASE, {"scheduling": {"accountingEnforce": enforce}})) as c:
+    with sched_cluster(merge(BASE, {"scheduling": {"accountingEnforce": enforce}})) as c:
         flags = c.rendered.enforce()
         assert flags == set(enforce)
         c.sacctmgr("add", "qos", "high")
@@ -285,9 +286,9 @@ def test_qos_preemption(
     whole memory (no ``--mem``: neither chart nor operator sets ``DefMemPerCPU``) is never
     suspended. ``slurmConf.extra.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps those tests short.
     """
-    values = sched.merge(BASE, {"scheduling": scheduling})
+    values = merge(BASE, {"scheduling": scheduling})
     if "SUSPEND" in (scheduling.get("preemption") or {}).get("mode", ""):
-        values = sched.merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
+        values = merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
     with sched_cluster(values) as c:
         settings = c.rendered.settings
         config = sched.show_config(c.ctld)
@@ -370,7 +371,7 @@ def test_backfill(sched_cluster: ClusterFactory, preset: str) -> None:
     higher priority, within ``bf_interval``, and the wide job's planned start stays the running
     job's end; ``sched/builtin`` (fifo) keeps strict priority order and starts nothing past it.
     ``none`` renders nothing: Slurm's default scheduler applies."""
-    with sched_cluster(sched.merge(BASE, {"scheduling": {"preset": preset}})) as c:
+    with sched_cluster(merge(BASE, {"scheduling": {"preset": preset}})) as c:
         config = sched.show_config(c.ctld)
         scheduler = c.rendered.settings.get("SchedulerType", config["SchedulerType"])
         assert config["SchedulerType"] == scheduler
@@ -438,7 +439,7 @@ def test_fair_share(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
     Slurm 26.05 adds a finished job's usage at its end only when ``AccountingStorageEnforce`` has
     ``limits`` (acct_policy.c); otherwise usage is taken from running jobs at each priority pass and
     a job's time since the last pass is never counted: a short job leaves no usage at all."""
-    values = sched.merge(
+    values = merge(
         BASE,
         {"scheduling": {"priority": {"calcPeriod": "1"}, "accountingEnforce": enforce}},
     )
@@ -561,7 +562,7 @@ def test_priority_factors(sched_cluster: ClusterFactory, priority: dict[str, Any
     (``PriorityWeightTRES``: share of the partition's CPUs and memory), QoS (normalised by the
     highest QoS priority unless ``PriorityFlags=NO_NORMAL_QOS``); the other priority values are
     what slurmctld runs with."""
-    values = sched.merge(BASE, {"scheduling": {"priority": priority}})
+    values = merge(BASE, {"scheduling": {"priority": priority}})
     with sched_cluster(values) as c:
         r = c.rendered
         config = sched.show_config(c.ctld)

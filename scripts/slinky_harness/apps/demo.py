@@ -51,6 +51,7 @@ from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
+from slinky_harness.helm.client import Helm
 from slinky_harness.k8s import cluster as controlplane
 from slinky_harness.k8s import manifests
 from slinky_harness.k8s import operator as slinky_operator
@@ -224,31 +225,15 @@ def same_topology(from_labels: str, from_fabric: str) -> list[str]:
 
 @dataclass
 class Installer:
-    """Helm 4 and kubectl bound to the demo cluster, with their state in the work folder."""
+    """Helm 4 bound to the demo cluster (its state in the work folder), timing the installs."""
 
+    client: Helm
     cluster: Cluster
-    binary: Path
-    home: Path
     timings: dict[str, float] = field(default_factory=dict)
 
-    def env(self) -> dict[str, str]:
-        env = self.cluster.env()
-        for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
-            env[var] = str(self.home / var.lower())
-        return env
-
     def helm(self, *args: str) -> str:
-        proc = subprocess.run(
-            [str(self.binary), "--kubeconfig", str(self.cluster.kubeconfig), *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise DemoError(f"helm {' '.join(args[:3])} failed: {proc.stderr.strip()}")
-        return proc.stdout
+        """``helm ARGS``' output; :class:`~slinky_harness.helm.client.HelmError` on failure."""
+        return self.client.run(*args).stdout
 
     def install(self, release: str, namespace: str, chart: str, values: list[Path]) -> None:
         started = time.monotonic()
@@ -686,7 +671,7 @@ def run_cluster(
             f"kwok cluster (Kubernetes {cp_build.K8S_VERSION}): {len(fleet.node_names())} "
             f"fake {GPU_PRODUCT} nodes from the fabric, Ready in {cluster.start_seconds:.1f}s"
         )
-        installer = Installer(cluster, helm_binary, work / "helm")
+        installer = Installer(Helm(helm_binary, cluster, work / "helm"), cluster)
         operator_values = work / "slurm-operator-values.yaml"
         operator_values.write_text(yaml.safe_dump(OPERATOR_VALUES, sort_keys=False))
         installer.install(*OPERATOR, "slurm-operator", [operator_values])
@@ -803,7 +788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.no_cluster
                 else run_cluster(args, fabric, generated["topology.yaml"], work)
             )
-        except (DemoError, OSError, RuntimeError, ValueError, TopologyError) as exc:
+        except (HarnessError, OSError, RuntimeError, ValueError, TopologyError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     annotations: dict[str, str] = generated["annotations"]

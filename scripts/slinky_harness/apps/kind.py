@@ -52,6 +52,7 @@ from slinky_harness.core import paths
 from slinky_harness.core.errors import HarnessError, WaitTimeout
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
+from slinky_harness.helm.values import merge
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -172,17 +173,6 @@ class PlanInput:
         return self.workdir / "kubeconfig"
 
 
-def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``over`` merged into a copy of ``base``: maps key by key, anything else replaced (Helm's rule)."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def chart_values(
     chart: str, profile: Mapping[str, Any], harness: Mapping[str, Mapping[str, Any]]
 ) -> tuple[dict[str, Any], str]:
@@ -200,7 +190,7 @@ def chart_values(
         source = f"values/{PROFILE}.yaml"
         if extra:
             source += f" + tests/data/kind/{chart}-values.yaml"
-        return deep_merge(values, extra), source
+        return merge(values, extra), source
     values = copy.deepcopy(extra)
     if "global" in profile:
         values["global"] = copy.deepcopy(profile["global"])
@@ -209,7 +199,7 @@ def chart_values(
 
 def image_ref(defaults: Mapping[str, Any], values: Mapping[str, Any], app_version: str) -> str:
     """The image reference the labeler chart renders (its ``gpu-topology-labeler.image`` helper)."""
-    image = deep_merge(defaults.get("image") or {}, values.get("image") or {})
+    image = merge(defaults.get("image") or {}, values.get("image") or {})
     registry = str((values.get("global") or {}).get("imageRegistry") or image.get("registry") or "")
     ref = str(image["repository"])
     if registry:

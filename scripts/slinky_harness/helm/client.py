@@ -1,13 +1,18 @@
-"""Thin wrappers over the pinned ``helm`` binaries: template, dry-run install, lint.
+"""The one Helm client of the harness: the pinned ``helm`` (or ``helm3``) binary, offline or bound
+to a cluster.
 
-Every call writes its values to a temporary file (never ``--set``, so types survive) and
-returns the parsed documents.  YAML is parsed strictly: a duplicate mapping key is an error,
-because Helm 4's server-side apply rejects what the API server would silently merge.
+:class:`Helm` runs any helm command; bound to a :class:`~slinky_harness.k8s.cluster.Cluster` it
+passes the cluster's kubeconfig and keeps Helm's config, cache and data folders under ``home``,
+so that two clients never share repository or plugin state. The offline helpers :func:`template`,
+:func:`dry_run_install` and :func:`lint` write values to a temporary file (never ``--set``, so
+types survive) and return the parsed documents. YAML is parsed strictly: a duplicate mapping key
+is an error, because Helm 4's server-side apply rejects what the API server would silently merge.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -18,9 +23,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.build import toolchain
+from slinky_harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from slinky_harness.k8s.cluster import Cluster
 
 DEFAULT_RELEASE = "rel"
 DEFAULT_NAMESPACE = "suite-ns"
@@ -89,6 +97,54 @@ class HelmResult:
         return f"$ {' '.join(self.args)}\nexit {self.returncode}\n{self.stderr.strip()}"
 
 
+class HelmError(HarnessError):
+    """A helm command failed; the message holds the command, its exit status and its stderr."""
+
+
+@dataclass(frozen=True)
+class Helm:
+    """A pinned helm binary, offline (``cluster`` None) or bound to ``cluster`` with Helm's
+    config, cache and data folders under ``home``."""
+
+    binary: Path
+    cluster: Cluster | None = None
+    home: Path | None = None
+
+    @classmethod
+    def pinned(cls, name: str = "helm", **bound: Any) -> Helm:
+        """The pinned tool ``name`` (``helm`` is Helm 4, ``helm3`` Helm 3); ``bound``:
+        ``cluster=`` and ``home=``."""
+        return cls(toolchain.ensure(name), **bound)
+
+    def env(self) -> dict[str, str] | None:
+        """The cluster's environment with Helm's folders under ``home`` (None: this process's)."""
+        if self.cluster is None and self.home is None:
+            return None
+        env = self.cluster.env() if self.cluster is not None else dict(os.environ)
+        if self.home is not None:
+            for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
+                env[var] = str(self.home / var.lower())
+        return env
+
+    def run(
+        self, *args: str, namespace: str | None = None, check: bool = True, timeout: float = 300
+    ) -> HelmResult:
+        """``helm ARGS`` (with ``-n namespace``); :class:`HelmError` on failure when ``check``."""
+        cmd = [str(self.binary)]
+        if self.cluster is not None:
+            cmd += ["--kubeconfig", str(self.cluster.kubeconfig)]
+        if namespace:
+            cmd += ["-n", namespace]
+        cmd += args
+        proc = subprocess.run(
+            cmd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
+        )
+        result = HelmResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+        if check and not result.ok:
+            raise HelmError(f"helm {' '.join(args)} failed: {result.describe()}\n{result.stdout}")
+        return result
+
+
 _NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
@@ -113,10 +169,8 @@ def _values_file(values: dict[str, Any] | None, tmp: Path) -> list[str]:
 
 
 def run(args: Sequence[str], *, helm: str = "helm", timeout: float = 300) -> HelmResult:
-    """Run ``helm`` (or ``helm3``) with ``args``."""
-    cmd = [str(toolchain.ensure(helm)), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    return HelmResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+    """Run the offline ``helm`` (or ``helm3``) with ``args``; the result, failed or not."""
+    return Helm.pinned(helm).run(*args, check=False, timeout=timeout)
 
 
 def template(

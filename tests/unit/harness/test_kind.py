@@ -16,6 +16,7 @@ from slinky_harness.apps import kind
 from slinky_harness.build import toolchain
 from slinky_harness.core import paths
 from slinky_harness.helm import charts
+from slinky_harness.helm.values import merge
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -304,9 +305,7 @@ def test_staged_values_render_against_the_chart_schema(
     """What the run installs is schema-valid and renders (the bridge with a ct-style release)."""
     values, _ = kind.chart_values(chart, spec.profile, spec.harness_values)
     if chart == "slurm-bridge":
-        values = kind.deep_merge(
-            values, {"slurm": {"cluster": {"release": "slurm-cluster-abcdefghij"}}}
-        )
+        values = merge(values, {"slurm": {"cluster": {"release": "slurm-cluster-abcdefghij"}}})
     assert _render(chart, values, tmp_path)
 
 
@@ -427,9 +426,7 @@ def _run_module(tmp_path: Path, path: str) -> subprocess.CompletedProcess[str]:
         "PATH": path,
         "HOME": str(tmp_path),
         "SLINKY_SUITE_CACHE": str(tmp_path / "cache"),
-        "PYTHONPATH": os.pathsep.join(
-            [str(paths.REPO_ROOT / "scripts"), str(paths.REPO_ROOT)]
-        ),
+        "PYTHONPATH": os.pathsep.join([str(paths.REPO_ROOT / "scripts"), str(paths.REPO_ROOT)]),
     }
     return subprocess.run(
         [sys.executable, "-m", "slinky_harness.apps.kind", "--name", "nodocker"],
