@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from slinky_harness.apps.placement import (
-    DEFAULT_FABRIC,
     JOBS,
     MODES,
     SEED,
@@ -25,10 +24,13 @@ from slinky_harness.apps.placement import (
     main,
     run_mix,
 )
+from slinky_harness.core.paths import REPO_ROOT
 from slinky_harness.slurm.ctld import chroot_info
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+FABRIC = REPO_ROOT / "tests" / "data" / "fabrics" / "nvl72-racks.yaml"
 
 
 def test_job_mix_is_fixed_by_its_seed() -> None:
@@ -40,9 +42,10 @@ def test_job_mix_is_fixed_by_its_seed() -> None:
 
 
 def test_main_usage_errors() -> None:
-    assert main(["--modes", "mesh"]) == 2
-    assert main(["--jobs", "0"]) == 2
-    assert main(["--no-such-option"]) == 2
+    assert main(["--fabric", str(FABRIC), "--modes", "mesh"]) == 2
+    assert main(["--fabric", str(FABRIC), "--jobs", "0"]) == 2
+    assert main(["--fabric", str(FABRIC), "--no-such-option"]) == 2
+    assert main(["--jobs", "4"]) == 2  # --fabric is required
 
 
 def test_generated_topology_places_jobs_at_least_as_well_as_none(
@@ -53,7 +56,7 @@ def test_generated_topology_places_jobs_at_least_as_well_as_none(
     ``--segment=<job size>`` keeps every job in one base block."""
     if not chroot_info(slurm_root).emulator:
         pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
-    units = fabric_units(DEFAULT_FABRIC)
+    units = fabric_units(FABRIC)
     assert len(units.nodes) >= 64
     assert len(set(units.block.values())) >= 4 and len(set(units.leaf.values())) >= 2
     jobs = job_mix(SEED, JOBS)
@@ -80,7 +83,9 @@ def test_main_prints_figures_and_writes_json(
     if not chroot_info(slurm_root).emulator:
         pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
     out = tmp_path / "placement.json"
-    assert main(["--modes", "block", "--jobs", "4", "--json", str(out)]) == 0
+    assert (
+        main(["--fabric", str(FABRIC), "--modes", "block", "--jobs", "4", "--json", str(out)]) == 0
+    )
     printed = capsys.readouterr().out
     assert "block" in printed and "4/4" in printed, printed
     data = json.loads(out.read_text())

@@ -3,15 +3,15 @@
 The run is a fixed, ordered plan built by :func:`build_plan` (a pure function of its inputs, so the
 unit tests check it without Docker) and executed by :func:`execute`:
 
-1. ``kind create cluster`` from ``tests/data/kind/cluster.yaml`` (one control plane, two workers
-   labelled as GFD GPU nodes) with a node image pinned by tag and digest;
+1. ``kind create cluster`` from ``kind_cluster/cluster.yaml`` beside this module (one control
+   plane, two workers labelled as GFD GPU nodes) with a node image pinned by tag and digest;
 2. ``nvidia.com/gpu`` patched onto each worker's ``status.capacity`` (kind nodes have no GPUs);
 3. ``docker build`` of the labeler image from the repository ``Dockerfile``, ``kind load docker-image``;
 4. chart-testing's install flow, ``ct install --config ct.yaml`` (``helm install --wait``, rollout
    checks, ``helm test``), for slurm-operator, slurm-cluster, gpu-topology-labeler and slurm-bridge,
    each from a staged copy of the chart whose only ``ci/`` file holds the chart's block of
    ``values/kind.yaml`` (plus its ``global``) merged with the harness's additions in
-   ``tests/data/kind/<chart>-values.yaml``; a block with ``enabled: false`` (or none) means the
+   ``kind_cluster/<chart>-values.yaml``; a block with ``enabled: false`` (or none) means the
    harness's file is the chart's values;
 5. a real Slurm job through the login pod: ``srun hostname``, then ``sbatch --wrap hostname``
    followed by ``scontrol show job`` until it is COMPLETED;
@@ -69,7 +69,7 @@ NODE_IMAGE = (
     "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
 )
 """kind v0.33.0's own default node image (``pkg/apis/config/defaults/image.go``), tag and digest."""
-DATA_DIR = paths.REPO_ROOT / "tests" / "data" / "kind"
+DATA_DIR = Path(__file__).with_name("kind_cluster")
 CLUSTER_CONFIG = DATA_DIR / "cluster.yaml"
 DEFAULT_NAME = "slinky-suite"
 PROFILE = "kind"
@@ -160,7 +160,7 @@ class PlanInput:
     workers: tuple[Worker, ...]
     profile: Mapping[str, Any]
     harness_values: Mapping[str, Mapping[str, Any]]
-    """``tests/data/kind/<chart>-values.yaml`` by chart name."""
+    """``scripts/slinky_harness/apps/kind_cluster/<chart>-values.yaml`` by chart name."""
     chart_dirs: Mapping[str, Path]
     chart_defaults: Mapping[str, Mapping[str, Any]]
     """Each chart's ``values.yaml`` (to work out the labeler image) ..."""
@@ -189,12 +189,12 @@ def chart_values(
             values["global"] = copy.deepcopy(profile["global"])
         source = f"values/{PROFILE}.yaml"
         if extra:
-            source += f" + tests/data/kind/{chart}-values.yaml"
+            source += f" + scripts/slinky_harness/apps/kind_cluster/{chart}-values.yaml"
         return merge(values, extra), source
     values = copy.deepcopy(extra)
     if "global" in profile:
         values["global"] = copy.deepcopy(profile["global"])
-    return values, f"tests/data/kind/{chart}-values.yaml"
+    return values, f"scripts/slinky_harness/apps/kind_cluster/{chart}-values.yaml"
 
 
 def image_ref(defaults: Mapping[str, Any], values: Mapping[str, Any], app_version: str) -> str:
@@ -214,7 +214,7 @@ def scheduler_name(values: Mapping[str, Any]) -> str:
     if not name:
         raise KindError(
             "the slurm-bridge values of the kind run must set scheduler.schedulerName "
-            "(it is the value of the managed-node taint in tests/data/kind/cluster.yaml)"
+            "(it is the value of the managed-node taint in scripts/slinky_harness/apps/kind_cluster/cluster.yaml)"
         )
     return str(name)
 

@@ -17,12 +17,13 @@ end at different times: the free nodes become fragmented across racks. Sizes, du
 arrival offsets are fixed by the seed; the wall-clock timing of a loaded host still varies, so
 placements can differ slightly between runs of the same seed.
 
-Default fabric: ``tests/data/fabrics/nvl72-racks.yaml`` (4 GB200 NVL72-style racks of 18 nodes,
-2 leaves, 1 spine: 72 slurmd). On a 2-core host the three runs of the default 40-job mix take
+The fabric is a fabric file (``--fabric``); the slurm tier runs it on
+``tests/data/fabrics/nvl72-racks.yaml`` (4 GB200 NVL72-style racks of 18 nodes, 2 leaves,
+1 spine: 72 slurmd). On a 2-core host the three runs of the default 40-job mix take
 about 2 minutes (each: a few seconds to start 72 slurmd, about 30 s of jobs, then the stop);
 72 emulated slurmd use about 1.2 GB of memory.
 
-``python -m slinky_harness.apps.placement [--fabric FILE] [--jobs N] [--seed S] [--modes block,tree,none]
+``python -m slinky_harness.apps.placement --fabric FILE [--jobs N] [--seed S] [--modes block,tree,none]
 [--json FILE]`` prints the figures (also for ``nox -s bench``); exit 0 when every job of every run
 completed, 1 otherwise, 2 on usage errors. Needs root and the Slurm chroot
 (:mod:`slinky_harness.slurm.ctld`).
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 __all__ = [
-    "DEFAULT_FABRIC",
     "JOBS",
     "MODES",
     "SEED",
@@ -79,9 +79,6 @@ __all__ = [
 
 Mode = Literal["block", "tree", "none"]
 MODES: tuple[Mode, ...] = ("block", "tree", "none")
-DEFAULT_FABRIC = (
-    Path(__file__).resolve().parents[2] / "tests" / "data" / "fabrics" / "nvl72-racks.yaml"
-)
 JOBS = 40
 """Default number of jobs in the mix."""
 SEED = 7
@@ -296,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m slinky_harness.apps.placement",
         description="Placement quality of generated Slurm topology on emulated slurmd.",
     )
-    parser.add_argument("--fabric", type=Path, default=DEFAULT_FABRIC, help="fabric file")
+    parser.add_argument("--fabric", type=Path, required=True, help="fabric file")
     parser.add_argument("--jobs", type=int, default=JOBS, help=f"number of jobs (default {JOBS})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"job mix seed (default {SEED})")
     parser.add_argument("--modes", default=",".join(MODES), help="comma list of block,tree,none")

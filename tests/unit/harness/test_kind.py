@@ -264,13 +264,16 @@ def test_profile_block_wins_and_harness_values_merge_over_it() -> None:
         "restapi": {"replicas": 1},
         "global": {"imageRegistry": "mirror.example"},
     }
-    assert source == "values/kind.yaml + tests/data/kind/slurm-cluster-values.yaml"
+    assert (
+        source
+        == "values/kind.yaml + scripts/slinky_harness/apps/kind_cluster/slurm-cluster-values.yaml"
+    )
     values, source = kind.chart_values("slurm-bridge", profile, harness)
     assert values == {
         "scheduler": {"schedulerName": "s"},
         "global": {"imageRegistry": "mirror.example"},
     }
-    assert source == "tests/data/kind/slurm-bridge-values.yaml"
+    assert source == "scripts/slinky_harness/apps/kind_cluster/slurm-bridge-values.yaml"
     assert profile["slurm-cluster"]["nodesets"]["compute"] == {"replicas": 1}, "inputs untouched"
 
 
