@@ -43,7 +43,7 @@ def _prebuild(session: nox.Session) -> None:
     """The control plane with the Slinky operator and slurm-bridge (one Go build), and the Slurm
     chroot, built or reused in the open before pytest, which would hide their progress lines."""
     session.run("python", "-m", "slinky_harness.build.controlplane")
-    session.run("python", "-m", "slinky_harness.slurm.ctld", "chroot")
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot")
 
 
 def _pytest(session: nox.Session, folder: str, *extra: str) -> None:
@@ -88,7 +88,7 @@ def unit(session: nox.Session) -> None:
 def slurm(session: nox.Session) -> None:
     """Real Slurm 26.05 (a Debian sid chroot): generated topology loads in slurmctld."""
     _install(session, "test")
-    session.run("python", "-m", "slinky_harness.slurm.ctld", "chroot")
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot")
     session.env["SLINKY_REQUIRE_SLURM"] = "1"  # fail, never skip, when the tier cannot run
     _pytest(session, "tests/slurm")
 

@@ -49,6 +49,7 @@ from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.k8s.fleet import load_fleet
 from slinky_harness.slurm import ctld as slurm
+from slinky_harness.slurm.conf import FileSource, emulated_nodes, parse_records
 from slinky_topology import hostlist
 
 if TYPE_CHECKING:
@@ -98,9 +99,7 @@ def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str
         "AuthAltTypes=auth/jwt",
         f"AuthAltParameters=jwt_key={MOUNT_POINT}/etc/jwt.key",
         *(f"{k}={v}" for k, v in extra.items()),
-        slurm.emulated_nodes(
-            sorted(gpu_nodes), cpus=96, memory_mb=1024 * 1024, extra=f"Gres=gpu:{gpus}"
-        ),
+        emulated_nodes(sorted(gpu_nodes), cpus=96, memory_mb=1024 * 1024, extra=f"Gres=gpu:{gpus}"),
         f"PartitionName={batch} Nodes={names} {cluster['nodesets'][batch]['partition']['config']}",
         f"PartitionName={partition} Nodes={names} {cluster['partitions'][partition]['config']}",
     ]
@@ -136,7 +135,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         }
         conf, gres, batch = slurm_conf(gpu_nodes, str(values["slurm"]["partition"]))
         jwt_key = os.urandom(32)
-        files: dict[str, slurm.FileSource] = {
+        files: dict[str, FileSource] = {
             "slurm.conf": conf,
             "gres.conf": gres,
             "jwt.key": jwt_key,
@@ -183,7 +182,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
 def jobs(ctld: slurm.SlurmCtld) -> list[dict[str, str]]:
     """Every job slurmctld knows (``scontrol show job -d -o``), one record each."""
     out = ctld.scontrol("show", "job", "-d", "-o")
-    return [r for r in slurm.parse_records(out) if "JobId" in r]
+    return [r for r in parse_records(out) if "JobId" in r]
 
 
 def job(ctld: slurm.SlurmCtld, job_id: str) -> dict[str, str]:

@@ -66,9 +66,9 @@ def _kubectl_json(env: dict[str, str], *args: str) -> Any:
 
 
 def _loaded_text(conf: str) -> str:
-    """The caller's part of a slurm.conf composed by slinky_harness.slurm.ctld (after its keys)."""
+    """The caller's part of a slurm.conf composed by slinky_harness.slurm.conf (after its keys)."""
     head, sep, text = conf.partition("\n\n")
-    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm.ctld"), conf
+    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm.conf"), conf
     return text
 
 

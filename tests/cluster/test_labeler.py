@@ -38,10 +38,12 @@ from tests.cluster.labeler_cluster_support import (
     expected_block,
 )
 
+from slinky_harness.build.slurm_chroot import ensure_chroot
 from slinky_harness.core.polling import wait_for
 from slinky_harness.k8s import audit, labeler
 from slinky_harness.k8s.fleet import create_nodes
-from slinky_harness.slurm.ctld import ensure_chroot, parse_records, slurmctld
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.ctld import slurmctld
 from slinky_harness.slurm.topology import read_blocks, read_tree
 
 if TYPE_CHECKING:

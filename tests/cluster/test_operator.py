@@ -48,6 +48,8 @@ from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.slurm import ctld as slurm
 from slinky_harness.slurm import dbd as slurmdbd
 from slinky_harness.slurm import topology as slurm_topo
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.dbd_conf import AccountingSpec, StorageConfig, operator_slurmdbd_conf
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -182,10 +184,10 @@ def accounting_daemon(  # noqa: PLR0917
     }
     if accounting["spec"].get("external"):
         name = accounting["metadata"]["name"]
-        spec = slurmdbd.AccountingSpec(
+        spec = AccountingSpec(
             name=name,
             namespace=namespace,
-            storage=slurmdbd.StorageConfig(
+            storage=StorageConfig(
                 host="", port=3306, database=f"{name.replace('-', '_')}_acct",
                 username="slurm", password_secret="", password_key="",
             ),
@@ -195,9 +197,9 @@ def accounting_daemon(  # noqa: PLR0917
             jwt_key_ref=("", ""),
         )  # fmt: skip
         password = base64.b32encode(os.urandom(10)).decode()
-        conf = slurmdbd.operator_slurmdbd_conf(spec, password)
+        conf = operator_slurmdbd_conf(spec, password)
     else:
-        spec = slurmdbd.AccountingSpec.from_object(accounting)
+        spec = AccountingSpec.from_object(accounting)
         secret = _wait_object(cluster, "secret", f"{spec.name}-accounting", namespace)
         conf = base64.b64decode(secret["data"]["slurmdbd.conf"]).decode()
         storage = spec.storage
@@ -538,7 +540,7 @@ def reconcile_and_load(  # noqa: PLR0917
             proxy.route(service, ctld.start_slurmrestd())
             for nodeset in nodesets:
                 assert_nodeset_pods_placed(op_cluster, namespace, nodeset)
-        records = slurm.parse_records(ctld.scontrol("show", "partition", "-o"))
+        records = parse_records(ctld.scontrol("show", "partition", "-o"))
         shown_topology = {
             r["PartitionName"]: r.get("Topology", "") for r in records if "PartitionName" in r
         }
@@ -662,7 +664,7 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
 def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
     """Partition -> node names, from ``scontrol show partition`` (empty partitions included)."""
     out: dict[str, set[str]] = {}
-    for record in slurm.parse_records(ctld.scontrol("show", "partition", "-o")):
+    for record in parse_records(ctld.scontrol("show", "partition", "-o")):
         if "PartitionName" not in record:  # "No partitions in the system"
             continue
         nodes = record.get("Nodes", "")

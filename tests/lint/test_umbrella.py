@@ -80,9 +80,7 @@ def test_build_output_is_ignored_by_git() -> None:
         "examples/umbrella/charts/slurm-cluster-0.1.0.tgz",
         "examples/umbrella/Chart.lock",
     ):
-        proc = subprocess.run(
-            ["git", "check-ignore", "-q", path], cwd=paths.REPO_ROOT, check=False
-        )
+        proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=paths.REPO_ROOT, check=False)
         assert proc.returncode == 0, f"{path} is not gitignored"
 
 

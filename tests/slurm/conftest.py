@@ -1,7 +1,7 @@
 """Fixtures of the real-Slurm tier: one Slurm 26.05 chroot per machine, one slurmctld per test.
 
 The chroot (Debian sid, debootstrap) is built once per machine by
-``slinky_harness.slurm.ctld.ensure_chroot`` into
+``slinky_harness.build.slurm_chroot.ensure_chroot`` into
 ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/`` and reused by every later session.
 The tier needs Linux and root; elsewhere it is skipped, unless ``SLINKY_REQUIRE_SLURM=1`` (CI) turns
 the skip into a failure. Every test in this folder gets the ``slurm`` marker. The terminal summary
@@ -26,8 +26,15 @@ from typing import TYPE_CHECKING
 import pytest
 from tests.slurm import scheduling_support as sched
 
-from slinky_harness.build.slurm_chroot import CHROOT_ENV, SLURM_SERIES, SUITE, cache_root
-from slinky_harness.slurm.ctld import chroot_info, ensure_chroot, slurmctld
+from slinky_harness.build.slurm_chroot import (
+    CHROOT_ENV,
+    SLURM_SERIES,
+    SUITE,
+    cache_root,
+    chroot_info,
+    ensure_chroot,
+)
+from slinky_harness.slurm.ctld import slurmctld
 from slinky_harness.slurm.dbd import mariadb
 
 if TYPE_CHECKING:
@@ -35,7 +42,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
     from typing import Any
 
-    from slinky_harness.slurm.ctld import ConfigFiles, CtldFactory, SlurmCtld
+    from slinky_harness.slurm.conf import ConfigFiles
+    from slinky_harness.slurm.ctld import CtldFactory, SlurmCtld
     from slinky_harness.slurm.dbd import MariaDB
 
     ClusterFactory = Callable[..., AbstractContextManager[sched.Cluster]]

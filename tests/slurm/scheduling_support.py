@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slinky_harness.helm import client as helm
-from slinky_harness.slurm.ctld import emulated_nodes, parse_records, slurmctld
+from slinky_harness.slurm.conf import emulated_nodes, parse_records
+from slinky_harness.slurm.ctld import slurmctld
 from slinky_harness.slurm.dbd import release_accounting
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Accounting with real slurmdbd 26.05 and MariaDB, configured from what slurm-cluster renders.
 
 slurmdbd runs the slurmdbd.conf the Slinky operator writes for the rendered ``Accounting`` object
-(:func:`slinky_harness.slurm.dbd.operator_slurmdbd_conf`), with the chart's storage settings and the
+(:func:`slinky_harness.slurm.dbd_conf.operator_slurmdbd_conf`), with the chart's storage settings and the
 database password Secret; slurmctld runs with ``accounting_storage/slurmdbd`` on the chart's
 slurm.conf lines. Also: a user's first job with the chart's defaults (no account created first).
 """
@@ -17,12 +17,8 @@ from tests.slurm import scheduling_support as sched
 
 from slinky_harness.helm.values import merge
 from slinky_harness.slurm.ctld import SlurmCommandError, slurmctld
-from slinky_harness.slurm.dbd import (
-    AccountingSpec,
-    mariadb,
-    operator_slurmdbd_conf,
-    release_accounting,
-)
+from slinky_harness.slurm.dbd import mariadb, release_accounting
+from slinky_harness.slurm.dbd_conf import AccountingSpec, operator_slurmdbd_conf
 
 if TYPE_CHECKING:
     from pathlib import Path

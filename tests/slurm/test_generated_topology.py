@@ -28,7 +28,8 @@ import jsonschema
 import pytest
 import yaml
 
-from slinky_harness.slurm.ctld import LoadResult, check_load, parse_records
+from slinky_harness.slurm.check import LoadResult, check_load
+from slinky_harness.slurm.conf import parse_records
 from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,

@@ -24,8 +24,8 @@ from slinky_harness.apps.placement import (
     main,
     run_mix,
 )
+from slinky_harness.build.slurm_chroot import chroot_info
 from slinky_harness.core.paths import REPO_ROOT
-from slinky_harness.slurm.ctld import chroot_info
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from slinky_harness.slurm.ctld import LoadResult, check_load
+from slinky_harness.slurm.check import LoadResult, check_load
 from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,

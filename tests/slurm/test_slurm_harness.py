@@ -13,19 +13,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.build.slurm_chroot import debian_mirror
-from slinky_harness.slurm.ctld import (
-    HARNESS_KEYS,
+from slinky_harness.build.slurm_chroot import (
     SLURM_SERIES,
     SlurmChrootError,
-    SlurmctldStartError,
     chroot_info,
-    compose_slurm_conf,
+    debian_mirror,
     ensure_chroot,
-    parse_records,
-    slurmctld,
 )
-from slinky_harness.slurm.ctld import main as slurm_main
+from slinky_harness.slurm.check import main as slurm_main
+from slinky_harness.slurm.conf import HARNESS_KEYS, compose_slurm_conf, parse_records
+from slinky_harness.slurm.ctld import SlurmctldStartError, slurmctld
 from slinky_harness.slurm.topology import TreeTopology, expand, parse_topology_conf, read_tree
 
 if TYPE_CHECKING:
@@ -276,10 +273,11 @@ def test_extra_files_and_hostlist_oracle(start_ctld: CtldFactory) -> None:
 
 
 def test_cli_check(slurm_root: Path, slurm_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert slurm_main(["check", str(slurm_data / "tree")]) == 0
+    assert slurm_main([str(slurm_data / "tree")]) == 0
     broken = slurm_data / "broken/switch-cycle"
-    assert slurm_main(["check", str(slurm_data / "tree"), str(broken)]) == 1
+    assert slurm_main([str(slurm_data / "tree"), str(broken)]) == 1
     err = capsys.readouterr().err
     assert f"{broken}: REJECTED" in err
     assert "fatal" in err
-    assert slurm_main(["nonsense"]) == 2
+    assert slurm_main(["--nonsense"]) == 2
+    assert slurm_main([]) == 2

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.slurm.ctld import chroot_info, emulated_nodes, slurmctld
+from slinky_harness.build.slurm_chroot import chroot_info
+from slinky_harness.slurm.conf import emulated_nodes
+from slinky_harness.slurm.ctld import slurmctld
 from slinky_harness.slurm.topology import BlockTopology, expand, parse_topology_conf
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from slinky_harness.slurm.ctld import check_load, parse_records
+from slinky_harness.slurm.check import check_load
+from slinky_harness.slurm.conf import parse_records
 from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,

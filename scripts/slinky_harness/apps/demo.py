@@ -47,6 +47,7 @@ import yaml
 
 from slinky_harness.build import controlplane as cp_build
 from slinky_harness.build import slinky, toolchain
+from slinky_harness.build.slurm_chroot import chroot_info, ensure_chroot
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts
@@ -58,6 +59,7 @@ from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_harness.k8s.fleet import Fleet, GpuSpec, NodeGroup
 from slinky_harness.slurm import ctld as slurm
+from slinky_harness.slurm.conf import parse_records, topology_names
 from slinky_topology import cli as topology_cli
 from slinky_topology import hostlist
 from slinky_topology.errors import TopologyError
@@ -69,7 +71,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from slinky_harness.k8s.cluster import Cluster
-    from slinky_harness.slurm.ctld import FileSource
+    from slinky_harness.slurm.conf import FileSource
     from slinky_topology.model import Fabric
 
 REGISTRY = "registry.demo.invalid"
@@ -559,8 +561,8 @@ def run_slurm(
     inputs: dict[str, Any], files: dict[str, FileSource], origin: str, workdir: Path
 ) -> list[str]:
     """Load ``files`` into a real slurmctld, add the dynamic nodes; return report lines."""
-    root = slurm.ensure_chroot()
-    version = slurm.chroot_info(root).slurm_version
+    root = ensure_chroot()
+    version = chroot_info(root).slurm_version
     lines = [f"slurmctld {version} (Debian sid chroot) on {origin}:"]
     given = str(files["slurm.conf"])
     topology_yaml = str(files.get("topology.yaml", ""))
@@ -589,7 +591,7 @@ def run_slurm(
         )
         lines.append("  $ sinfo")
         lines += [f"    {row}" for row in ctld.sinfo().rstrip().splitlines()]
-        topologies = slurm.topology_names(topology_yaml)
+        topologies = topology_names(topology_yaml)
         for topology in topologies:
             lines.append(f"  $ scontrol show topology {topology}")
             shown = ctld.show_topology(topology).rstrip().splitlines()
@@ -598,7 +600,7 @@ def run_slurm(
             (t.name for t in parse_topology_yaml(topology_yaml).topologies if t.cluster_default),
             None,
         )
-        for record in slurm.parse_records(ctld.scontrol("show", "partition", "-o")):
+        for record in parse_records(ctld.scontrol("show", "partition", "-o")):
             unit_topology = record.get("Topology") or default
             lines.append(_job_line(ctld, record["PartitionName"], unit_topology))
     return lines
@@ -612,7 +614,7 @@ def _units(ctld: Any, topology: str) -> dict[str, set[str]]:
     """Switch or block name -> its nodes (aggregated blocks left out)."""
     return {
         unit: set(ctld.hostnames(record["Nodes"]))
-        for record in slurm.parse_records(ctld.show_topology(topology))
+        for record in parse_records(ctld.show_topology(topology))
         if (unit := record.get("BlockName") or record.get("SwitchName")) and record.get("Nodes")
     }
 

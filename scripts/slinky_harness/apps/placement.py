@@ -40,16 +40,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
+from slinky_harness.build.slurm_chroot import SlurmChrootError, chroot_info, ensure_chroot
 from slinky_harness.core.polling import wait_for
+from slinky_harness.slurm.conf import emulated_nodes, parse_records
 from slinky_harness.slurm.ctld import (
-    SlurmChrootError,
     SlurmCommandError,
     SlurmctldStartError,
     SlurmdStartError,
-    chroot_info,
-    emulated_nodes,
-    ensure_chroot,
-    parse_records,
     slurmctld,
 )
 from slinky_harness.slurm.topology import expand

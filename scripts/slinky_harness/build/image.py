@@ -50,8 +50,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -69,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.apps.kind import image_ref
+from slinky_harness.build.cache import locked
 from slinky_harness.build.slurm_chroot import SlurmChrootError, debian_mirror
 from slinky_harness.core import paths
 from slinky_harness.core.errors import HarnessError
@@ -76,7 +75,7 @@ from slinky_harness.core.files import write_atomic
 from slinky_harness.core.progress import heartbeat
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 REPO_ROOT = paths.REPO_ROOT
 DOCKERFILE = REPO_ROOT / "Dockerfile"
@@ -341,17 +340,6 @@ class Podman:
         return int(self.inspect(ref)["Size"])
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 # --- the base ----------------------------------------------------------------------------------
 
 TRIM = (
@@ -410,7 +398,7 @@ def _build_base_tarball(dest: Path, mirror: str) -> None:
 
 def ensure_base(podman: Podman) -> str:
     """The base image's tag in ``podman``'s storage, built and imported when missing."""
-    with _locked(cache_root() / "base.lock"):
+    with locked(cache_root() / "base.lock"):
         if podman.exists(BASE_TAG):
             return BASE_TAG
         tarball = base_tarball()
@@ -517,7 +505,7 @@ def build(podman: Podman | None = None, *, tag: str = LOCAL_TAG) -> Build:
     log.write_text("")
     started = time.monotonic()
     with (
-        _locked(cache_root() / "build.lock"),
+        locked(cache_root() / "build.lock"),
         heartbeat(
             f"image: podman build of {DOCKERFILE.name} on {base} (log: {log})",
             "about 1 min cold (pip install from PyPI), seconds when its layers are cached",

@@ -19,8 +19,6 @@ stays mounted on the host and no cleanup can follow a stale bind mount into the 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -34,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slinky_harness.core import processes
+from slinky_harness.build.cache import locked
+from slinky_harness.core import paths, processes
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.progress import heartbeat
 
@@ -115,9 +114,8 @@ class ChrootInfo:
 
 
 def cache_root() -> Path:
-    """``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot``."""
-    base = os.environ.get("SLINKY_SUITE_CACHE") or "~/.cache/slinky-suite"
-    return Path(base).expanduser() / "slurm-chroot"
+    """``<suite cache>/slurm-chroot`` (:func:`slinky_harness.core.paths.cache_root`)."""
+    return paths.cache_root() / "slurm-chroot"
 
 
 def _apt_source_files(etc: Path) -> list[Path]:
@@ -382,16 +380,6 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
     }
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def chroot_info(root: Path | None = None) -> ChrootInfo:
     """Marker of the chroot at ``root`` (default: the one :func:`ensure_chroot` returns)."""
     info = _read_marker(root if root is not None else ensure_chroot())
@@ -416,7 +404,7 @@ def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: boo
     if os.geteuid() != 0:
         raise SlurmChrootError("building the Slurm chroot needs root (debootstrap, chroot, mount)")
     base.mkdir(parents=True, exist_ok=True)
-    with _locked(base / ".lock"):
+    with locked(base / ".lock"):
         if not rebuild and _read_marker(final) is not None:
             return final  # another process finished it while we waited
         for stale in base.glob(".build-*"):
@@ -448,3 +436,31 @@ def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: boo
             raise
         log.info("slurm chroot: built %s in %.0f s", final, marker["build_seconds"])
         return final
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m slinky_harness.build.slurm_chroot``: build or reuse the chroot and print what it
+    holds (exit 1 with the reason when it cannot be built)."""
+    import argparse  # noqa: PLC0415 (CLI only)
+    import sys  # noqa: PLC0415
+
+    argparse.ArgumentParser(
+        prog="python -m slinky_harness.build.slurm_chroot", description=__doc__.splitlines()[0]
+    ).parse_args(argv)
+    try:
+        root = ensure_chroot()
+        info = chroot_info(root)
+    except (SlurmChrootError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{root}: slurm {info.slurm_version}, emulator {'yes' if info.emulator else 'no'}"
+        f", slurmdbd and MariaDB {'yes' if info.accounting else 'no'}"
+        f", mirror {info.mirror}, built in {info.build_seconds:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

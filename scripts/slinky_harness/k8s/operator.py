@@ -27,7 +27,7 @@ from slinky_harness.core import ports, processes
 from slinky_harness.core.errors import WaitTimeout
 from slinky_harness.core.polling import wait_for
 from slinky_harness.k8s.accounts import service_account_kubeconfig
-from slinky_harness.slurm.ctld import HARNESS_KEYS, FileSource
+from slinky_harness.slurm.conf import HARNESS_KEYS, FileSource
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -60,8 +60,8 @@ API (what a test needs; all typed)::
     result.warnings    # log lines with "warning:": what Slurm accepted but complained about
     result.topologies  # {"": default topology, "<name>": ...} (names from topology.yaml)
 
-By hand: ``python -m slinky_harness.slurm.ctld chroot`` (build or reuse, print what it holds) and
-``python -m slinky_harness.slurm.ctld check DIR...`` (accepted/REJECTED per config folder, with Slurm's
+By hand: ``python -m slinky_harness.build.slurm_chroot`` (build or reuse, print what it holds) and
+``python -m slinky_harness.slurm.check DIR...`` (accepted/REJECTED per config folder, with Slurm's
 reasons; exit 1 when any is rejected).
 
 In ``tests/slurm`` use the fixtures of its conftest: ``slurm_root`` (session: the chroot),
@@ -151,16 +151,13 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import yaml
 
 from slinky_harness.build.slurm_chroot import (
     CHROOT_ENV,
     MOUNT_POINT,
-    SLURM_SERIES,
     TEST_GROUP,
     TEST_USERS,
     ChrootInfo,
@@ -173,68 +170,34 @@ from slinky_harness.core import ports, processes
 from slinky_harness.core.errors import HarnessError, WaitTimeout
 from slinky_harness.core.files import write_atomic
 from slinky_harness.core.polling import wait_for
+from slinky_harness.slurm.conf import (
+    CONF_PATH,
+    DEFAULT_FILES,
+    HOSTNAME,
+    ConfigFiles,
+    FileSource,
+    compose_slurm_conf,
+    parse_records,
+    read_files,
+)
 
 if TYPE_CHECKING:
     from slinky_harness.slurm.dbd import Slurmdbd
 
 __all__ = [
-    "HARNESS_KEYS",
-    "SLURM_SERIES",
-    "TEST_USERS",
-    "ChrootInfo",
+    "ENDED_STATES",
     "CommandResult",
-    "ConfigFiles",
     "CtldFactory",
-    "LoadResult",
-    "SlurmChrootError",
     "SlurmCommandError",
     "SlurmCtld",
     "SlurmctldStartError",
     "SlurmdStartError",
-    "check_load",
-    "chroot_info",
-    "compose_slurm_conf",
-    "emulated_nodes",
-    "ensure_chroot",
-    "main",
-    "parse_records",
     "slurmctld",
 ]
 
-FileSource = str | bytes | Path
-ConfigFiles = Path | Mapping[str, FileSource]
-"""A config folder, or file name -> content (text, bytes, or a file to copy)."""
 CtldFactory = Callable[[ConfigFiles], AbstractContextManager["SlurmCtld"]]
 """What the tier's ``start_ctld`` fixture returns: ``with start_ctld(files) as ctld: ...``."""
 
-HOSTNAME = "slurmctld"
-CONF_DIR = f"{MOUNT_POINT}/etc"
-CONF_PATH = f"{CONF_DIR}/slurm.conf"
-
-HARNESS_KEYS = frozenset(
-    k.lower()
-    for k in (
-        "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController", "BackupAddr",
-        "SlurmctldPort", "SlurmdPort", "SlurmUser", "StateSaveLocation", "SlurmctldPidFile",
-        "SlurmctldLogFile", "AuthType", "CredType",
-        "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort",
-    )
-)  # fmt: skip
-"""slurm.conf keys the harness sets and refuses in the caller's text (lower case). The
-``AccountingStorage*`` keys come from ``slurmctld(..., accounting=dbd)`` (none without it)."""
-
-DEFAULT_KEYS: Mapping[str, str] = {
-    "ClusterName": "slinky",
-    "SlurmctldDebug": "info",
-    "MailProg": "/bin/true",
-    "SlurmdSpoolDir": f"{MOUNT_POINT}/spool/%n",
-    "SlurmdPidFile": f"{MOUNT_POINT}/slurmd-%n.pid",
-    "SlurmdLogFile": f"{MOUNT_POINT}/slurmd-%n.log",
-}
-"""slurm.conf keys the harness adds unless the caller's text sets them."""
-
-DEFAULT_FILES: Mapping[str, bytes] = {"cgroup.conf": b"CgroupPlugin=disabled\n"}
-"""Files the harness writes unless given: the chroot has no cgroup filesystem for slurmd."""
 
 ENDED_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
@@ -290,110 +253,6 @@ class CommandResult:
         """Exit 0 and no ``error`` on stderr: some scontrol reads (``show topology``) exit 0 even
         when the request failed (``slurm_load_topo error: ...``)."""
         return self.returncode == 0 and not re.search(r"\berror\b", self.stderr, re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    """What :func:`check_load` found."""
-
-    accepted: bool
-    """slurmctld started and ``scontrol show topology`` (default and each named one) succeeded."""
-    started: bool
-    errors: tuple[str, ...]
-    """Log lines with ``fatal`` or ``error`` (for a rejected config: why)."""
-    warnings: tuple[str, ...]
-    """Log lines with ``warning:``."""
-    topologies: Mapping[str, str]
-    """``scontrol show topology [name]`` output; key ``""`` is the default topology."""
-    log: str
-    failures: Mapping[str, str] = field(default_factory=dict)
-    """Topology name (``""`` default) -> scontrol error, for reads that failed."""
-
-
-def parse_records(text: str) -> list[dict[str, str]]:
-    """Parse one-line ``Key=Value Key=Value`` records (``show topology``, ``show node -o``).
-
-    Values may contain spaces (``OS=Linux 6.1 ...``): a value runs until the next ``Key=``.
-    """
-    records = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        record: dict[str, str] = {}
-        for token in re.split(r"\s+(?=[A-Za-z][A-Za-z0-9_:/.]*=)", line):
-            key, sep, value = token.partition("=")
-            if sep:
-                record[key] = value.strip()
-        records.append(record)
-    return records
-
-
-def _conf_keys(text: str) -> set[str]:
-    keys = set()
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if "=" in line:
-            keys.add(line.split("=", 1)[0].strip().lower())
-    return keys
-
-
-def compose_slurm_conf(user_text: str, managed: Mapping[str, str]) -> str:
-    """The slurm.conf slurmctld reads: harness keys, defaults the text does not set, the text."""
-    user_keys = _conf_keys(user_text)
-    clash = sorted(k for k in user_keys if k in HARNESS_KEYS)
-    if clash:
-        raise ValueError(f"slurm.conf must not set harness-owned keys: {', '.join(clash)}")
-    lines = [
-        "# slurm.conf composed by slinky_harness.slurm.ctld: harness keys first, then the test's text"
-    ]
-    lines += [f"{k}={v}" for k, v in managed.items()]
-    lines += [f"{k}={v}" for k, v in DEFAULT_KEYS.items() if k.lower() not in user_keys]
-    return "\n".join(lines) + "\n\n" + user_text.rstrip("\n") + "\n"
-
-
-def _read_files(files: ConfigFiles | None) -> dict[str, bytes]:
-    if files is None:
-        return {}
-    if isinstance(files, Path):
-        if not files.is_dir():
-            raise ValueError(f"{files} is not a folder of Slurm config files")
-        return {p.name: p.read_bytes() for p in sorted(files.iterdir()) if p.is_file()}
-    out = {}
-    for name, src in files.items():
-        if "/" in name or name in {"", ".", ".."}:
-            raise ValueError(f"config file name must be a plain file name: {name!r}")
-        if isinstance(src, Path):
-            out[name] = src.read_bytes()
-        elif isinstance(src, bytes):
-            out[name] = src
-        else:
-            out[name] = src.encode("utf-8")
-    return out
-
-
-def emulated_nodes(
-    names: Sequence[str], *, cpus: int = 4, memory_mb: int = 1000, extra: str = ""
-) -> str:
-    """slurm.conf lines for nodes that :meth:`SlurmCtld.start_slurmd` runs on this host.
-
-    One ``NodeName`` line per node, each with its own free port (several slurmd per host need the
-    ``slurm-wlm-emulator`` build, so start the controller with ``emulator=True``), plus the global
-    keys they need: ``SlurmdParameters=config_overrides`` (the host has fewer CPUs than the nodes
-    claim), ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none`` (no cgroups in the
-    chroot). Use it once per slurm.conf; ``extra`` goes on every node line (``Features=...``).
-    """
-    lines = [
-        "SlurmdParameters=config_overrides",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-    ]
-    for name in names:
-        lines.append(
-            f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports.allocate_one()} "
-            f"CPUs={cpus} RealMemory={memory_mb} {extra}".rstrip()
-        )
-    return "\n".join(lines) + "\n"
 
 
 class SlurmCtld:
@@ -587,7 +446,7 @@ class SlurmCtld:
                 if proc.poll() is not None:
                     log = self.slurmd_log(node)
                     raise SlurmdStartError(
-                        f"slurmd {node} exited with {proc.returncode}: {_last_problem(log)}", log
+                        f"slurmd {node} exited with {proc.returncode}: {last_problem(log)}", log
                     )
             res = self.run(self._client("sinfo"), "-h", "-N", "-o", "%N %t", check=False)
             rows = (ln.partition(" ") for ln in res.stdout.splitlines())
@@ -724,7 +583,7 @@ class SlurmCtld:
 
         Call :meth:`reconfigure` afterwards to make slurmctld read it.
         """
-        data = _read_files({name: content})[name]
+        data = read_files({name: content})[name]
         if name == "slurm.conf":
             data = compose_slurm_conf(data.decode("utf-8"), self._managed()).encode("utf-8")
         tmp = self.etc_dir / f".{name}.tmp"
@@ -834,7 +693,7 @@ class SlurmCtld:
             if proc is None or proc.poll() is not None:
                 rc = proc.returncode if proc is not None else None
                 raise SlurmctldStartError(
-                    f"slurmctld exited with {rc} during start-up: {_last_problem(self.log())}",
+                    f"slurmctld exited with {rc} during start-up: {last_problem(self.log())}",
                     self.log(),
                     rc,
                 )
@@ -889,7 +748,8 @@ def _find_descendant(ancestor: int, exe_prefix: str) -> int:
     return 0
 
 
-def _last_problem(log: str) -> str:
+def last_problem(log: str) -> str:
+    """The last fatal or error line of a Slurm daemon's log (for a start-up error message)."""
     lines = [ln for ln in log.splitlines() if re.search(r"\b(fatal|error)\b", ln, re.IGNORECASE)]
     if lines:
         return lines[-1].strip()
@@ -918,7 +778,7 @@ def slurmctld(
     uses its ``slurm.key``. Raises :class:`SlurmctldStartError` when the
     daemon exits during start-up or does not answer ``scontrol ping`` within ``timeout`` seconds.
     """
-    data = _read_files(files)
+    data = read_files(files)
     chroot = root if root is not None else ensure_chroot()
     info = chroot_info(chroot)
     if emulator and not info.emulator:
@@ -935,115 +795,3 @@ def slurmctld(
         ports.release(ctld.port, ctld.slurmd_port)
         if own and not keep:
             shutil.rmtree(wd, ignore_errors=True)
-
-
-def topology_names(yaml_text: str | bytes) -> list[str]:
-    """Names of the topologies in a ``topology.yaml`` (empty when it does not parse as a list)."""
-    try:
-        doc = yaml.safe_load(yaml_text)
-    except yaml.YAMLError:
-        return []
-    if not isinstance(doc, list):
-        return []
-    return [str(item["topology"]) for item in doc if isinstance(item, dict) and "topology" in item]
-
-
-MACHINE_LOAD_NOISE = re.compile(r"High latency for \d+ calls to gettimeofday")
-"""slurmctld's clock self-test logs this as an error on a busy machine; it says nothing of the config."""
-
-
-def check_load(
-    files: ConfigFiles,
-    *,
-    root: Path | None = None,
-    workdir: Path | None = None,
-    timeout: float = 30.0,
-) -> LoadResult:
-    """Does slurmctld accept this config? Start it, read every topology back, stop it.
-
-    Accepted means: slurmctld started, and ``scontrol show topology`` plus ``scontrol show topology
-    <name>`` for every topology named in ``topology.yaml`` succeeded. Rejected results carry the log
-    lines saying why.
-    """
-    data = _read_files(files)
-    names = topology_names(data["topology.yaml"]) if "topology.yaml" in data else []
-    topologies: dict[str, str] = {}
-    failures: dict[str, str] = {}
-    try:
-        with slurmctld(data, root=root, workdir=workdir, timeout=timeout) as ctld:
-            for name in ["", *names]:
-                args = ("show", "topology", *([name] if name else []))
-                res = ctld.run(ctld._client("scontrol"), *args, check=False)
-                if res.ok:
-                    topologies[name] = res.stdout
-                else:
-                    failures[name] = res.output.strip()
-            log = ctld.log()
-        started = True
-    except SlurmctldStartError as exc:
-        log, started = exc.log, False
-    lines = log.splitlines()
-    errors = tuple(
-        ln
-        for ln in lines
-        if re.search(r"\b(fatal|error)\b", ln, re.IGNORECASE) and not MACHINE_LOAD_NOISE.search(ln)
-    )
-    warnings = tuple(ln for ln in lines if "warning:" in ln.lower())
-    return LoadResult(
-        accepted=started and not failures,
-        started=started,
-        errors=errors,
-        warnings=warnings,
-        topologies=topologies,
-        log=log,
-        failures=failures,
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m slinky_harness.slurm.ctld chroot|check DIR [DIR ...]`` for manual use.
-
-    ``chroot``: build or reuse the chroot and print what it holds. ``check``: load each config
-    folder into a fresh slurmctld and print accepted/rejected with Slurm's reasons. Exit 0 when
-    every folder was accepted, 1 otherwise, 2 on usage errors.
-    """
-    import argparse  # noqa: PLC0415 (CLI only)
-    import sys  # noqa: PLC0415
-
-    parser = argparse.ArgumentParser(prog="python -m slinky_harness.slurm.ctld")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("chroot", help="build or reuse the Slurm chroot")
-    check = sub.add_parser("check", help="does slurmctld accept these config folders?")
-    check.add_argument("folders", nargs="+", type=Path)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 2 if exc.code else 0
-    lines: list[str] = []
-    status = 0
-    try:
-        root = ensure_chroot()
-        if args.cmd == "chroot":
-            info = chroot_info(root)
-            lines.append(
-                f"{root}: slurm {info.slurm_version}, emulator {'yes' if info.emulator else 'no'}"
-                f", slurmdbd and MariaDB {'yes' if info.accounting else 'no'}"
-                f", mirror {info.mirror}, built in {info.build_seconds:.0f} s"
-            )
-        else:
-            for folder in args.folders:
-                result = check_load(folder, root=root)
-                verdict = "accepted" if result.accepted else "REJECTED"
-                lines.append(f"{folder}: {verdict}")
-                shown = result.errors if not result.accepted else result.warnings
-                lines += [f"  {ln}" for ln in shown]
-                status = status or (0 if result.accepted else 1)
-    except (SlurmChrootError, ValueError, OSError) as exc:
-        lines.append(f"error: {exc}")
-        status = 1
-    sys.stderr.write("\n".join(lines) + "\n")
-    return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,7 +17,7 @@ from typing import Any
 import hostlist
 import yaml
 
-from slinky_harness.slurm.ctld import parse_records
+from slinky_harness.slurm.conf import parse_records
 
 __all__ = [
     "BlockTopology",

@@ -48,9 +48,7 @@ def test_release_deployment_finds_exactly_one() -> None:
     }
     assert operator.release_deployment([a, b], name_suffix="-scheduler", what="s") is a
     assert operator.release_deployment([a, b], flag="--leader", what="c") is b
-    with pytest.raises(
-        OperatorUnavailable, match="expected one webhook Deployment, found 0"
-    ):
+    with pytest.raises(OperatorUnavailable, match="expected one webhook Deployment, found 0"):
         operator.release_deployment([a, b], flag="--server-addr", what="webhook")
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from slinky_harness.slurm.ctld import HARNESS_KEYS, compose_slurm_conf
-from slinky_harness.slurm.dbd import (
+from slinky_harness.slurm.conf import HARNESS_KEYS, compose_slurm_conf
+from slinky_harness.slurm.dbd_conf import (
     AccountingSpec,
     localize_slurmdbd_conf,
     operator_slurmdbd_conf,
