@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slinky_harness.apps import demo
+from slinky_harness.apps.demo import run as demo_run
+from slinky_harness.apps.demo.operator import OPERATOR_SKIPPED
+from slinky_harness.apps.demo.run import main
+from slinky_harness.apps.demo.topology import fleet_from_fabric, same_topology
 from slinky_harness.build import slinky, toolchain
 from slinky_harness.build.controlplane import binaries_dir
 from slinky_harness.k8s import operator as slinky_operator
@@ -76,18 +80,18 @@ def _loaded_text(conf: str) -> str:
 
 
 def test_fleet_made_from_the_fabric_reads_back_as_the_fabric() -> None:
-    fleet = demo.fleet_from_fabric(FABRIC)
+    fleet = fleet_from_fabric(FABRIC)
     nodes = fleet.nodes()
     assert [n["metadata"]["name"] for n in nodes] == [n.name for n in FABRIC.nodes]
     read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
-    assert demo.same_topology(static_topology(read_back), static_topology(FABRIC)) == []
+    assert same_topology(static_topology(read_back), static_topology(FABRIC)) == []
 
 
 def test_fleet_check_notices_a_node_on_the_wrong_leaf() -> None:
-    nodes = demo.fleet_from_fabric(FABRIC).nodes()
+    nodes = fleet_from_fabric(FABRIC).nodes()
     nodes[0]["metadata"]["labels"][demo.TIER_LABEL.format(0)] = "leaf02"
     read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
-    problems = demo.same_topology(static_topology(read_back), static_topology(FABRIC))
+    problems = same_topology(static_topology(read_back), static_topology(FABRIC))
     assert problems and "topology fabric" in problems[0], problems
 
 
@@ -132,7 +136,7 @@ def test_demo_report_matches_the_live_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     work = tmp_path / "work"
-    rc = demo.main(["--keep", "--out", str(work)])
+    rc = main(["--keep", "--out", str(work)])
     out, err = capsys.readouterr()
     stop_line = re.search(r"^  stop: (.+)$", out, re.M)
     try:
@@ -216,7 +220,7 @@ def test_demo_report_matches_the_live_cluster(
 
 def _check_operator_ran(out: str, conf: str, env: dict[str, str], work: Path) -> None:
     """The operator line, checked against the live cluster and the operator's own log."""
-    assert demo.OPERATOR_SKIPPED not in out, out
+    assert OPERATOR_SKIPPED not in out, out
     line = re.search(
         rf"^operator: RAN the Slinky slurm-operator {slinky.VERSION} manager, built from "
         r".+, as (\S+) \(the chart's ServiceAccount .*no RBAC denial or schema error.*"
@@ -259,10 +263,10 @@ def test_demo_without_operator_loads_the_harness_slurm_conf(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     work = tmp_path / "work"
-    rc = demo.main(["--no-operator", "--out", str(work)])
+    rc = main(["--no-operator", "--out", str(work)])
     out, err = capsys.readouterr()
     assert rc == 0, err + out
-    assert demo.OPERATOR_SKIPPED in out and "operator: RAN" not in out, out
+    assert OPERATOR_SKIPPED in out and "operator: RAN" not in out, out
     assert "on the harness's slurm.conf" in out, out
     assert not (work / "operator").exists()
     conf = (work / "slurmctld" / "etc" / "slurm.conf").read_text()
@@ -279,9 +283,9 @@ def test_demo_fails_once_when_the_operator_cannot_be_built(
     def broken() -> Path:
         raise slinky.OperatorUnavailable("building slurm-operator v1.2.1 failed: injected")
 
-    monkeypatch.setattr(slinky_operator, "ensure_operator", broken)
+    monkeypatch.setattr(slinky, "ensure_operator", broken)
     work = tmp_path / "work"
-    assert demo.main(["--out", str(work)]) == 1
+    assert main(["--out", str(work)]) == 1
     out, err = capsys.readouterr()
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert errors == ["error: operator: building slurm-operator v1.2.1 failed: injected"], err
@@ -298,9 +302,9 @@ def test_demo_cleans_up_after_a_failure(
         started.append(cluster.kubeconfig)
         raise demo.DemoError("injected failure after the installs began")
 
-    monkeypatch.setattr(demo, "annotate", broken)
+    monkeypatch.setattr(demo_run, "annotate", broken)
     work = tmp_path / "work"
-    assert demo.main(["--out", str(work), "--no-slurm"]) == 1
+    assert main(["--out", str(work), "--no-slurm"]) == 1
     out, err = capsys.readouterr()
     assert started, "the failure was injected before the cluster ran"
     assert err.count("error: injected failure after the installs began") == 1, err

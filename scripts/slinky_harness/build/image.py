@@ -66,13 +66,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness.apps.kind import image_ref
 from slinky_harness.build.cache import locked
 from slinky_harness.build.slurm_chroot import SlurmChrootError, debian_mirror
 from slinky_harness.core import paths
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.files import write_atomic
 from slinky_harness.core.progress import heartbeat
+from slinky_harness.helm.charts import image_ref
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.core.paths import REPO_ROOT
+from slinky_harness.helm.values import merge
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
 CHARTS_DIR = REPO_ROOT / "charts"
@@ -133,3 +135,15 @@ def scenarios(chart: Chart, *, include_profiles: bool = True) -> list[Scenario]:
                 Scenario(chart.name, f"profile/{stem}", values, PROFILES_DIR / f"{stem}.yaml")
             )
     return result
+
+
+def image_ref(defaults: Mapping[str, Any], values: Mapping[str, Any], app_version: str) -> str:
+    """The image reference the labeler chart renders (its ``gpu-topology-labeler.image`` helper)."""
+    image = merge(defaults.get("image") or {}, values.get("image") or {})
+    registry = str((values.get("global") or {}).get("imageRegistry") or image.get("registry") or "")
+    ref = str(image["repository"])
+    if registry:
+        ref = f"{registry.rstrip('/')}/{ref}"
+    if image.get("digest"):
+        return f"{ref}@{image['digest']}"
+    return f"{ref}:{image.get('tag') or app_version}"
