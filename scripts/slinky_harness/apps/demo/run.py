@@ -1,4 +1,5 @@
-"""The demo run: the steps in order, the report, and the command line (see the package doc)."""
+"""The suite's main job on an embedded default, README's first command (``nox -s demo``): the
+steps of :mod:`slinky_harness.apps.demo` in order, the report, and the command line."""
 
 from __future__ import annotations
 
