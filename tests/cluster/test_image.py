@@ -23,6 +23,7 @@ from tests.cluster import labeler_cluster_support as support
 from tests.cluster.labeler_cluster_support import CONFIGMAP, NAMESPACE, SPEC, LabelerLab
 
 from slinky_harness.build import image
+from slinky_harness.build.podman import Podman
 from slinky_harness.k8s import accounts, labeler
 
 if TYPE_CHECKING:
@@ -81,12 +82,12 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def podman() -> image.Podman:
-    return image.Podman.default()
+def podman() -> Podman:
+    return Podman.default()
 
 
 @pytest.fixture(scope="module")
-def built(podman: image.Podman, pytestconfig: pytest.Config) -> image.Build:
+def built(podman: Podman, pytestconfig: pytest.Config) -> image.Build:
     """The image, built from the Dockerfile (its layers cached after the first build)."""
     result = image.build(podman)
     _report(pytestconfig, f"labeler image: {result.describe()}; storage {podman.driver}")
@@ -94,7 +95,7 @@ def built(podman: image.Podman, pytestconfig: pytest.Config) -> image.Build:
 
 
 @pytest.fixture(scope="module")
-def inventory(podman: image.Podman, built: image.Build) -> dict[str, Any]:
+def inventory(podman: Podman, built: image.Build) -> dict[str, Any]:
     proc = image.run(podman, built.ref, ["-c", INVENTORY], entrypoint="/opt/labeler/bin/python")
     assert proc.returncode == 0, proc.stderr
     data: dict[str, Any] = json.loads(proc.stdout)
@@ -138,7 +139,7 @@ def runtime_closure(
 
 
 def test_the_image_runs_as_its_non_root_user(
-    podman: image.Podman, built: image.Build, inventory: dict[str, Any]
+    podman: Podman, built: image.Build, inventory: dict[str, Any]
 ) -> None:
     config = podman.inspect(built.ref)["Config"]
     assert config["User"] == image.IMAGE_USER
@@ -160,7 +161,7 @@ def test_the_root_filesystem_is_read_only_and_only_tmp_is_writable(
 
 
 def test_help_works_as_the_entry_point(
-    podman: image.Podman, built: image.Build, inventory: dict[str, Any]
+    podman: Podman, built: image.Build, inventory: dict[str, Any]
 ) -> None:
     proc = image.run(podman, built.ref, ["--help"])
     assert proc.returncode == 0, proc.stderr
@@ -205,7 +206,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, built: image.Build) -> Iterato
 
 
 def test_a_once_pass_in_the_container_labels_the_fleet_under_the_charts_service_account(
-    lab: LabelerLab, podman: image.Podman, built: image.Build, pytestconfig: pytest.Config
+    lab: LabelerLab, podman: Podman, built: image.Build, pytestconfig: pytest.Config
 ) -> None:
     assert lab.writes() == []
     token = accounts.mint_token(lab.cluster, NAMESPACE, lab.account)

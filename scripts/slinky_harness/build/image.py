@@ -50,10 +50,8 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import os
 import re
-import shlex
 import shutil
 import ssl
 import subprocess
@@ -67,20 +65,26 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.build.cache import locked
+from slinky_harness.build.podman import (
+    SUITE,
+    ImageError,
+    Podman,
+    cache_root,
+    ensure_packages,
+    run_logged,
+)
 from slinky_harness.build.slurm_chroot import SlurmChrootError, debian_mirror
 from slinky_harness.core import paths
-from slinky_harness.core.errors import HarnessError
 from slinky_harness.core.files import write_atomic
 from slinky_harness.core.progress import heartbeat
 from slinky_harness.helm.charts import image_ref
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
 REPO_ROOT = paths.REPO_ROOT
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 LABELER_CHART = REPO_ROOT / "charts" / "gpu-topology-labeler"
-SUITE = "bookworm"
 """Debian release of the test base (its python3 is 3.11, like the public default base)."""
 BASE_PACKAGES = ("python3", "python3-venv")
 BASE_RECIPE = 1
@@ -96,248 +100,6 @@ PRUNE_AFTER = "72h"
 """Untagged images older than this are removed after each build, so the storage stays bounded."""
 BUILD_CA = "/run/slinky-build-ca.pem"
 """Where the host's CA bundle is mounted during ``RUN`` steps (build only)."""
-
-
-class ImageError(HarnessError):
-    """The image cannot be built or run here; one line that says what and why."""
-
-
-# --- packages ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AptPackage:
-    """A Debian package the image tier needs."""
-
-    name: str
-    provides: str
-    """A command on PATH, or an absolute path, whose presence means the package is not needed."""
-    bookworm: str
-    """The version pinned on Debian bookworm."""
-
-    def present(self, which: Callable[[str], str | None] | None = None) -> bool:
-        if self.provides.startswith("/"):
-            return Path(self.provides).exists()
-        return (which or _which)(self.provides) is not None
-
-
-def _which(name: str) -> str | None:
-    """``shutil.which`` that also looks in the sbin folders (debootstrap, runc)."""
-    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
-    return shutil.which(name, path=path)
-
-
-APT_PACKAGES = (
-    AptPackage("podman", "podman", "4.3.1+ds1-8+deb12u1+b3"),
-    AptPackage("runc", "runc", "1.1.5+ds1-1+deb12u1"),
-    AptPackage("debootstrap", "debootstrap", "1.0.128+nmu2+deb12u2"),
-    AptPackage(
-        "debian-archive-keyring", "/usr/share/keyrings/debian-archive-keyring.gpg", "2023.3+deb12u2"
-    ),
-)
-"""``runc`` is checked by command because Docker's ``containerd.io`` package ships one (and
-conflicts with Debian's). Their dependencies (conmon, containers-common, ...) come with them."""
-
-
-def os_codename(os_release: Path = Path("/etc/os-release")) -> str:
-    """``VERSION_CODENAME`` of this machine's distribution (``""`` when unknown)."""
-    try:
-        text = os_release.read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    match = re.search(r"^VERSION_CODENAME=\"?([^\"\n]*)\"?$", text, re.MULTILINE)
-    return match[1] if match else ""
-
-
-def apt_plan(
-    missing: Sequence[AptPackage], codename: str, available: Callable[[str, str], bool]
-) -> tuple[list[str], list[str]]:
-    """The ``apt-get install`` arguments for ``missing`` and a note per package not pinned.
-
-    On bookworm each package is pinned (``name=version``) when the archive still has that version
-    (``available(name, version)``); otherwise, and on any other distribution, the candidate is
-    installed and a note says so.
-    """
-    args: list[str] = []
-    notes: list[str] = []
-    for package in missing:
-        if codename == SUITE and available(package.name, package.bookworm):
-            args.append(f"{package.name}={package.bookworm}")
-            continue
-        args.append(package.name)
-        if codename == SUITE:
-            notes.append(f"{package.name} {package.bookworm} is no longer in the archive")
-        else:
-            notes.append(f"{package.name}: {codename or 'this distribution'} is not {SUITE}")
-    return args, notes
-
-
-def _apt_has(name: str, version: str) -> bool:
-    proc = subprocess.run(
-        ["apt-cache", "madison", name], capture_output=True, text=True, check=False
-    )
-    return any(
-        line.split("|")[1].strip() == version
-        for line in proc.stdout.splitlines()
-        if line.count("|") >= 2
-    )
-
-
-def _run_logged(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None = None) -> str:
-    """Run ``argv``, its output appended to ``log``; raise ImageError with the last line."""
-    with log.open("a") as out:
-        out.write(f"$ {shlex.join(argv)}\n")
-        out.flush()
-        proc = subprocess.run(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=dict(env) if env is not None else None,
-            check=False,
-        )
-        out.write(proc.stdout)
-    if proc.returncode != 0:
-        tail = (proc.stdout.strip().splitlines() or ["no output"])[-1]
-        raise ImageError(
-            f"{Path(argv[0]).name} failed (exit {proc.returncode}): {tail} (log: {log})"
-        )
-    return proc.stdout
-
-
-def ensure_packages(which: Callable[[str], str | None] = _which) -> list[str]:
-    """Install the missing :data:`APT_PACKAGES`; return what was installed (``[]`` when nothing)."""
-    missing = [p for p in APT_PACKAGES if not p.present(which)]
-    if not missing:
-        return []
-    if os.geteuid() != 0 or which("apt-get") is None:
-        names = " ".join(p.name for p in missing)
-        raise ImageError(f"the image tier needs {names}; install them (apt-get install {names})")
-    folder = cache_root()
-    archives = folder / "apt"
-    (archives / "partial").mkdir(parents=True, exist_ok=True)
-    log = folder / "apt.log"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    what = "image: apt-get install " + " ".join(p.name for p in missing)
-    with heartbeat(what, "about 30 s (downloads cached in image/apt)"):
-        _run_logged(["apt-get", "update"], log, env=env)
-        args, notes = apt_plan(missing, os_codename(), _apt_has)
-        for note in notes:
-            print(f"image: {note}; installing the candidate", file=sys.stderr, flush=True)
-        _run_logged(
-            [
-                "apt-get", "install", "-y", "--no-install-recommends",
-                "-o", f"Dir::Cache::Archives={archives}", *args,
-            ],
-            log,
-            env=env,
-        )  # fmt: skip
-    return args
-
-
-# --- podman ------------------------------------------------------------------------------------
-
-
-def cache_root() -> Path:
-    """``$SLINKY_SUITE_CACHE/image``."""
-    return paths.cache_root() / "image"
-
-
-def overlay_works(folder: Path) -> bool:
-    """Whether the kernel mounts an overlay on ``folder``'s filesystem (in a private mount
-    namespace, gone when the probe ends)."""
-    probe = Path(tempfile.mkdtemp(prefix=".overlay-probe-", dir=folder))
-    try:
-        for name in ("lower", "upper", "work", "merged"):
-            (probe / name).mkdir()
-        options = f"lowerdir={probe / 'lower'},upperdir={probe / 'upper'},workdir={probe / 'work'}"
-        proc = subprocess.run(
-            [
-                "unshare", "--mount", "--propagation", "private",
-                "mount", "-t", "overlay", "overlay", "-o", options, str(probe / "merged"),
-            ],
-            capture_output=True,
-            check=False,
-        )  # fmt: skip
-        return proc.returncode == 0
-    except OSError:
-        return False
-    finally:
-        shutil.rmtree(probe, ignore_errors=True)
-
-
-def storage_driver() -> str:
-    """``SLINKY_IMAGE_STORAGE_DRIVER``, else ``overlay`` where the kernel mounts one, else ``vfs``."""
-    forced = os.environ.get("SLINKY_IMAGE_STORAGE_DRIVER")
-    if forced:
-        return forced
-    folder = cache_root()
-    folder.mkdir(parents=True, exist_ok=True)
-    return "overlay" if overlay_works(folder) else "vfs"
-
-
-@dataclass(frozen=True)
-class Podman:
-    """Rootful podman with storage of its own (see the module docstring for each flag)."""
-
-    root: Path
-    runroot: Path
-    driver: str
-    runtime: str = "runc"
-
-    @classmethod
-    def default(cls) -> Podman:
-        driver = storage_driver()
-        return cls(
-            root=cache_root() / f"storage-{driver}",
-            runroot=Path(tempfile.gettempdir()) / f"slinky-suite-podman-{driver}",
-            driver=driver,
-        )
-
-    def argv(self, *args: str) -> list[str]:
-        return [
-            "podman",
-            "--root", str(self.root),
-            "--runroot", str(self.runroot),
-            "--tmpdir", str(self.runroot / "libpod"),
-            "--storage-driver", self.driver,
-            "--runtime", self.runtime,
-            "--cgroup-manager", "cgroupfs",
-            "--events-backend", "file",
-            *args,
-        ]  # fmt: skip
-
-    def run(
-        self, *args: str, timeout: float = 300, check: bool = True, input: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        try:
-            proc = subprocess.run(
-                self.argv(*args),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ImageError(f"podman {args[0]}: no result in {timeout:.0f}s") from exc
-        if check and proc.returncode != 0:
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise ImageError(f"podman {args[0]} failed (exit {proc.returncode}): {tail}")
-        return proc
-
-    def exists(self, ref: str) -> bool:
-        return self.run("image", "exists", ref, check=False).returncode == 0
-
-    def inspect(self, ref: str) -> dict[str, Any]:
-        data = json.loads(self.run("image", "inspect", ref).stdout)
-        return dict(data[0])
-
-    def size(self, ref: str) -> int:
-        """Bytes of the image, every layer counted, uncompressed (``podman images`` SIZE)."""
-        return int(self.inspect(ref)["Size"])
 
 
 # --- the base ----------------------------------------------------------------------------------
@@ -368,7 +130,7 @@ def _build_base_tarball(dest: Path, mirror: str) -> None:
     debs.mkdir(parents=True, exist_ok=True)
     rootfs = Path(tempfile.mkdtemp(prefix=".base-", dir=folder))
     try:
-        _run_logged(
+        run_logged(
             [
                 "unshare", "--mount", "--propagation", "private", "--pid", "--fork",
                 "--kill-child", debootstrap, "--variant=minbase",
@@ -386,7 +148,7 @@ def _build_base_tarball(dest: Path, mirror: str) -> None:
                     else:
                         child.unlink()
         staging = dest.with_name(f".{dest.name}.partial")
-        _run_logged(
+        run_logged(
             ["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(staging), "."],
             log,
         )
@@ -511,7 +273,7 @@ def build(podman: Podman | None = None, *, tag: str = LOCAL_TAG) -> Build:
             "about 1 min cold (pip install from PyPI), seconds when its layers are cached",
         ),
     ):
-        output = _run_logged(argv, log)
+        output = run_logged(argv, log)
     seconds = time.monotonic() - started
     # Earlier builds leave untagged images (old layers, build-stage cache); keep recent ones only.
     podman.run("image", "prune", "--force", f"--filter=until={PRUNE_AFTER}", check=False)
