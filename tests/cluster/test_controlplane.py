@@ -13,7 +13,7 @@ from kubernetes import client
 from slinky_harness.build.controlplane import K8S_VERSION, ControlPlaneError
 from slinky_harness.core.polling import wait_for
 from slinky_harness.k8s.cluster import Cluster, port_in_use
-from slinky_harness.k8s.fleet import GROUP_LABEL, FleetError, load_fleet, parse_fleet
+from slinky_harness.k8s.fleet import GROUP_LABEL, FleetError, parse_fleet
 
 if TYPE_CHECKING:
     from slinky_harness.k8s.fleet import Fleet
@@ -342,19 +342,3 @@ def test_helm_install_wait_and_helm_test_finish(
         )
         assert proc.returncode == 0, proc.stderr
     assert "Phase:          Succeeded" in proc.stdout
-
-
-FLEETS = sorted((Path(__file__).resolve().parents[1] / "data" / "fleets").glob("*.yaml"))
-
-
-@pytest.mark.parametrize("path", FLEETS, ids=[p.stem for p in FLEETS])
-def test_fleet_files_load(path: Path) -> None:
-    fleet = load_fleet(path)
-    nodes = fleet.nodes()
-    assert nodes
-    for node in nodes:
-        labels = node["metadata"]["labels"]
-        gpus = node["status"]["capacity"].get("nvidia.com/gpu")
-        assert (gpus is not None) == ("nvidia.com/gpu.present" in labels)
-        if gpus is not None:
-            assert labels["nvidia.com/gpu.count"] == gpus

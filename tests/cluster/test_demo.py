@@ -23,25 +23,17 @@ from slinky_harness.apps import demo
 from slinky_harness.apps.demo import run as demo_run
 from slinky_harness.apps.demo.operator import OPERATOR_SKIPPED
 from slinky_harness.apps.demo.run import main
-from slinky_harness.apps.demo.topology import fleet_from_fabric, same_topology
 from slinky_harness.build import slinky, toolchain
 from slinky_harness.build.controlplane import binaries_dir
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_topology import hostlist
-from slinky_topology.build import plan
-from slinky_topology.pipeline import render_output
-from slinky_topology.sources import fabric_file, k8s_nodes
+from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
     import pytest
 
-    from slinky_topology.model import Fabric
 
 FABRIC = fabric_file.load_fabric("default")
-
-
-def static_topology(fabric: Fabric) -> str:
-    return render_output(plan(fabric), "topology.yaml", "static").text
 
 
 def processes_mentioning(path: Path) -> list[int]:
@@ -77,22 +69,6 @@ def _loaded_text(conf: str) -> str:
 
 
 # --- no cluster needed ---------------------------------------------------------------------------
-
-
-def test_fleet_made_from_the_fabric_reads_back_as_the_fabric() -> None:
-    fleet = fleet_from_fabric(FABRIC)
-    nodes = fleet.nodes()
-    assert [n["metadata"]["name"] for n in nodes] == [n.name for n in FABRIC.nodes]
-    read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
-    assert same_topology(static_topology(read_back), static_topology(FABRIC)) == []
-
-
-def test_fleet_check_notices_a_node_on_the_wrong_leaf() -> None:
-    nodes = fleet_from_fabric(FABRIC).nodes()
-    nodes[0]["metadata"]["labels"][demo.TIER_LABEL.format(0)] = "leaf02"
-    read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
-    problems = same_topology(static_topology(read_back), static_topology(FABRIC))
-    assert problems and "topology fabric" in problems[0], problems
 
 
 # --- the whole demo ------------------------------------------------------------------------------

@@ -33,21 +33,6 @@ if TYPE_CHECKING:
 FABRIC = REPO_ROOT / "tests" / "data" / "fabrics" / "nvl72-racks.yaml"
 
 
-def test_job_mix_is_fixed_by_its_seed() -> None:
-    mix = job_mix(SEED, JOBS)
-    assert mix == job_mix(SEED, JOBS)
-    assert mix != job_mix(SEED + 1, JOBS)
-    assert all(2 <= j.size <= 16 for j in mix)
-    assert [j.arrival_s for j in mix] == sorted(j.arrival_s for j in mix)
-
-
-def test_main_usage_errors() -> None:
-    assert main(["--fabric", str(FABRIC), "--modes", "mesh"]) == 2
-    assert main(["--fabric", str(FABRIC), "--jobs", "0"]) == 2
-    assert main(["--fabric", str(FABRIC), "--no-such-option"]) == 2
-    assert main(["--jobs", "4"]) == 2  # --fabric is required
-
-
 def test_generated_topology_places_jobs_at_least_as_well_as_none(
     slurm_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,13 +15,12 @@ import pytest
 
 from slinky_harness.build.slurm_chroot import (
     SLURM_SERIES,
-    SlurmChrootError,
     chroot_info,
     debian_mirror,
     ensure_chroot,
 )
 from slinky_harness.slurm.check import main as slurm_main
-from slinky_harness.slurm.conf import HARNESS_KEYS, compose_slurm_conf, parse_records
+from slinky_harness.slurm.conf import parse_records
 from slinky_harness.slurm.ctld import SlurmctldStartError, slurmctld
 from slinky_harness.slurm.topology import TreeTopology, expand, parse_topology_conf, read_tree
 
@@ -73,24 +72,6 @@ def test_mirror_comes_from_apt_sources(slurm_root: Path) -> None:
     mirror = debian_mirror()
     assert mirror in text
     assert chroot_info(slurm_root).mirror == mirror
-
-
-def test_harness_keys_are_refused() -> None:
-    for key in ("SlurmctldPort", "slurmctldhost", "AuthType"):
-        assert key.lower() in HARNESS_KEYS
-        with pytest.raises(ValueError, match=key.lower()):
-            compose_slurm_conf(f"{key}=x\nNodeName=n1 State=CLOUD\n", {})
-    text = compose_slurm_conf("ClusterName=mine\n", {"SlurmctldPort": "1"})
-    assert "ClusterName=slinky" not in text
-    assert "SlurmctldPort=1" in text
-
-
-def test_parse_records_keeps_values_with_spaces() -> None:
-    recs = parse_records("NodeName=a OS=Linux 6.1.0 #1 SMP Topology=t:x\n\nSwitchName=s Nodes=\n")
-    assert recs == [
-        {"NodeName": "a", "OS": "Linux 6.1.0 #1 SMP", "Topology": "t:x"},
-        {"SwitchName": "s", "Nodes": ""},
-    ]
 
 
 def test_controller_answers_and_stops_cleanly(slurm_root: Path, slurm_data: Path) -> None:
@@ -187,35 +168,6 @@ def test_emulator_build_starts_when_present(slurm_root: Path, slurm_data: Path) 
     with slurmctld(slurm_data / "tree", root=slurm_root, emulator=True) as ctld:
         assert set(read_tree(ctld.show_topology())) == set(expected.children)
         assert Path(f"/proc/{ctld.pid}/exe").resolve().name == "slurmctld-wlm-emulator"
-
-
-def test_mirror_parsing_both_apt_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLINKY_DEBIAN_MIRROR", raising=False)
-    one_line = tmp_path / "a"
-    (one_line / "sources.list.d").mkdir(parents=True)
-    (one_line / "sources.list").write_text(
-        "# comment\n"
-        "deb http://security.example/debian-security bookworm-security main\n"
-        "deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main\n"
-    )
-    assert debian_mirror(one_line) == "http://mirror.example/debian"
-    deb822 = tmp_path / "b"
-    (deb822 / "sources.list.d").mkdir(parents=True)
-    (deb822 / "sources.list.d" / "debian.sources").write_text(
-        "Types: deb\nURIs: http://other.example/debian-security\nSuites: bookworm-security\n\n"
-        "Types: deb deb-src\nURIs: http://other.example/debian\nSuites: bookworm bookworm-updates\n"
-        "Components: main\n"
-    )
-    (deb822 / "sources.list.d" / "x.sources.disabled").write_text(
-        "Types: deb\nURIs: http://disabled.example/debian\nSuites: bookworm\n"
-    )
-    assert debian_mirror(deb822) == "http://other.example/debian"
-    empty = tmp_path / "c"
-    empty.mkdir()
-    with pytest.raises(SlurmChrootError, match="SLINKY_DEBIAN_MIRROR"):
-        debian_mirror(empty)
-    monkeypatch.setenv("SLINKY_DEBIAN_MIRROR", "http://override.example/debian/")
-    assert debian_mirror(empty) == "http://override.example/debian"
 
 
 def test_killed_test_process_leaves_no_daemon(
