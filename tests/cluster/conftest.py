@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes import client
+from tests.cluster import charts_support as support
 
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm.client import Helm
@@ -44,6 +45,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def third_party_crds(cluster: Cluster) -> None:
+    """The third-party CRDs (cert-manager, Prometheus Operator, KEDA, ...) that optional values
+    render objects of; installed once (no test removes them)."""
+    support.install_third_party_crds(cluster)
+
+
+@pytest.fixture(scope="module")
+def slinky_crds(cluster: Cluster) -> None:
+    """The Slinky CRDs that slurm-cluster renders objects of; ensured per module, because an
+    uninstall of slurm-operator with ``crds.keep: false`` removes them."""
+    support.ensure_slinky_crds(cluster)
+
+
+@pytest.fixture(scope="module")
+def crds(third_party_crds: None, slinky_crds: None) -> None:
+    """Both sets of CRDs."""
 
 
 @pytest.fixture(scope="session")

@@ -25,11 +25,6 @@ SCENARIOS = support.chart_scenarios()
 MARK = "cluster-tier.slinky.dev/upgraded"
 
 
-@pytest.fixture(scope="session")
-def third_party_crds(cluster: Cluster) -> None:
-    support.install_third_party_crds(cluster)
-
-
 def prepare(cluster: Cluster, chart: str) -> None:
     """slurm-operator creates (and owns) the Slinky CRDs itself; the other charts need them."""
     if chart == "slurm-operator":

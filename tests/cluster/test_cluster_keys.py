@@ -38,6 +38,9 @@ FULLNAME = f"{RELEASE}-slurm-cluster"
 SLURM_KEY = f"{FULLNAME}-slurm-key"
 JWT_KEY = f"{FULLNAME}-jwt-key"
 KEEP = "helm.sh/resource-policy"
+
+# slurm-cluster renders Controller/NodeSet/RestApi objects: their CRDs must exist.
+pytestmark = pytest.mark.usefixtures("slinky_crds")
 WAIT = ["--wait", "--timeout", support.HELM_TIMEOUT]
 
 # Two upgrades that change the release in different places, the key Secrets' own metadata
@@ -53,12 +56,6 @@ UPGRADES: list[list[str]] = [
         "jwtKey.annotations.demo\\.slinky\\.dev/rotated=never",
     ],
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def slinky_crds(cluster: Cluster) -> None:
-    """slurm-cluster renders Controller/NodeSet/RestApi objects: their CRDs must exist."""
-    support.ensure_slinky_crds(cluster)
 
 
 @pytest.fixture(params=["helm4", "helm3"])

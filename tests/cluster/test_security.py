@@ -40,12 +40,6 @@ RESTRICTED = {
 POD_CHARTS = ["gpu-topology-labeler", "slurm-bridge", "slurm-operator"]
 
 
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster) -> None:
-    support.install_third_party_crds(cluster)
-    support.ensure_slinky_crds(cluster)
-
-
 @pytest.fixture
 def restricted(cluster: Cluster, namespace: str) -> str:
     labels = [f"{k}={v}" for k, v in RESTRICTED.items()]
