@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slinky_harness.apps import demo
@@ -25,28 +24,18 @@ from slinky_harness.apps.demo.operator import OPERATOR_SKIPPED
 from slinky_harness.apps.demo.run import main
 from slinky_harness.build import slinky, toolchain
 from slinky_harness.build.controlplane import binaries_dir
+from slinky_harness.core import processes
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_topology import hostlist
 from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pytest
 
 
 FABRIC = fabric_file.load_fabric("default")
-
-
-def processes_mentioning(path: Path) -> list[int]:
-    marker = str(path).encode()
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
 
 
 def _kubectl_json(env: dict[str, str], *args: str) -> Any:
@@ -189,8 +178,8 @@ def test_demo_report_matches_the_live_cluster(
     finally:
         if stop_line:
             subprocess.run(stop_line.group(1), shell=True, check=False, timeout=120)
-    assert processes_mentioning(work / "cluster") == []
-    assert processes_mentioning(work / "operator") == []
+    assert sorted(processes.mentioning(work / "cluster", include_zombies=True)) == []
+    assert sorted(processes.mentioning(work / "operator", include_zombies=True)) == []
     assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()
 
 
@@ -250,7 +239,7 @@ def test_demo_without_operator_loads_the_harness_slurm_conf(
     assert f"NodeSet={demo.NODESET} Feature={demo.NODESET}" in conf.splitlines()
     job = re.search(r"partition gb200 \(topology nvlink\): (\S+) \(all in rack\d+\)", out)
     assert job and len(hostlist.expand(job.group(1))) == 18, out
-    assert processes_mentioning(work / "cluster") == []
+    assert sorted(processes.mentioning(work / "cluster", include_zombies=True)) == []
 
 
 def test_demo_fails_once_when_the_operator_cannot_be_built(
@@ -285,6 +274,6 @@ def test_demo_cleans_up_after_a_failure(
     assert started, "the failure was injected before the cluster ran"
     assert err.count("error: injected failure after the installs began") == 1, err
     assert "Slinky suite demo" not in out
-    assert processes_mentioning(work / "cluster") == []
-    assert processes_mentioning(work / "operator") == []
+    assert sorted(processes.mentioning(work / "cluster", include_zombies=True)) == []
+    assert sorted(processes.mentioning(work / "operator", include_zombies=True)) == []
     assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()

@@ -325,22 +325,9 @@ def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict
         proc = support.kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "yaml")
         return yaml.safe_load(proc.stdout) if proc.returncode == 0 else None
 
-    found = None
-
-    def missing() -> bool:
-        nonlocal found
-        found = fetch()
-        return found is None
-
-    wait_for(
-        lambda: not missing(),
-        timeout=60,
-        what=f"the operator to create {kind}/{name} in {namespace}",
-        every=0.5,
-        detail=missing,
+    return wait_for(
+        fetch, timeout=60, what=f"the operator to create {kind}/{name} in {namespace}", every=0.5
     )
-    assert found is not None
-    return found
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from tests.slurm import scheduling_support as sched
 
+from slinky_harness.core.polling import wait_for
 from slinky_harness.helm.values import merge
 from slinky_harness.slurm.ctld import SlurmCommandError, slurmctld
 from slinky_harness.slurm.dbd import mariadb, release_accounting
@@ -115,15 +116,18 @@ def test_the_ci_accounting_scenario_runs_and_records_jobs(sched_cluster: Cluster
 
 def _sacct_until(c: sched.Cluster, job_id: str, fields: tuple[str, ...]) -> dict[str, str]:
     """The job's sacct record once slurmdbd has it in its final state (records arrive async)."""
-    import time  # noqa: PLC0415
 
-    deadline = time.monotonic() + 30
-    while True:
-        rows = [r for r in sched.sacct_rows(c.ctld, fields, "-j", job_id) if r["JobID"] == job_id]
-        if rows and rows[0].get("State", "COMPLETED") not in {"PENDING", "RUNNING"}:
-            return rows[0]
-        assert time.monotonic() < deadline, f"sacct has no final record of job {job_id}: {rows}"
-        time.sleep(0.2)
+    def rows() -> list[dict[str, str]]:
+        return [r for r in sched.sacct_rows(c.ctld, fields, "-j", job_id) if r["JobID"] == job_id]
+
+    def final() -> dict[str, str] | None:
+        found = rows()
+        done = found and found[0].get("State", "COMPLETED") not in {"PENDING", "RUNNING"}
+        return found[0] if done else None
+
+    return wait_for(
+        final, timeout=30, what=f"a final sacct record of job {job_id}", every=0.2, detail=rows
+    )
 
 
 @pytest.mark.parametrize("preset", ["fairshare", "fifo", "none"])

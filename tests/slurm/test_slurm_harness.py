@@ -18,7 +18,10 @@ from slinky_harness.build.slurm_chroot import (
     chroot_info,
     debian_mirror,
     ensure_chroot,
+    mounts_under,
 )
+from slinky_harness.core import processes
+from slinky_harness.core.polling import wait_for
 from slinky_harness.slurm.check import main as slurm_main
 from slinky_harness.slurm.conf import parse_records
 from slinky_harness.slurm.ctld import SlurmctldStartError, slurmctld
@@ -26,20 +29,6 @@ from slinky_harness.slurm.topology import TreeTopology, expand, parse_topology_c
 
 if TYPE_CHECKING:
     from slinky_harness.slurm.ctld import CtldFactory
-
-
-def _mounts_under(path: Path) -> list[str]:
-    prefix = str(path.resolve())
-    lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
-    return [ln.split()[4] for ln in lines if ln.split()[4].startswith(prefix)]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_chroot_is_pinned_to_slurm_series(slurm_root: Path) -> None:
@@ -85,9 +74,9 @@ def test_controller_answers_and_stops_cleanly(slurm_root: Path, slurm_data: Path
         assert "Running as primary controller" in ctld.log()
         assert (workdir / "etc/slurm.key").stat().st_size == 1024
         assert (workdir / "etc/slurm.key").stat().st_mode & 0o777 == 0o600
-    assert not _pid_alive(pid)
+    assert not processes.alive(pid)
     assert not workdir.exists()  # temporary work folder removed
-    assert _mounts_under(slurm_root) == []
+    assert mounts_under(slurm_root) == []
 
 
 def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) -> None:
@@ -103,7 +92,7 @@ def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) ->
     assert err.value.returncode not in (None, 0)
     assert "nosuch" in str(err.value)
     assert "nosuch" in err.value.log
-    assert _mounts_under(slurm_root) == []
+    assert mounts_under(slurm_root) == []
 
 
 def test_exception_in_body_still_stops_controller(slurm_root: Path, slurm_data: Path) -> None:
@@ -114,7 +103,7 @@ def test_exception_in_body_still_stops_controller(slurm_root: Path, slurm_data: 
     ):
         pid = ctld.pid
         raise RuntimeError("boom")
-    assert pid and not _pid_alive(pid)
+    assert pid and not processes.alive(pid)
 
 
 def test_controllers_run_concurrently_in_isolation(
@@ -147,7 +136,7 @@ def test_controllers_run_concurrently_in_isolation(
             config = ctld.scontrol("show", "config")
             assert re.search(rf"^ClusterName\s*=\s*{name}$", config, re.MULTILINE)
             assert (tmp_path / name / "state").is_dir()
-    assert _mounts_under(slurm_root) == []
+    assert mounts_under(slurm_root) == []
 
 
 def test_start_time(start_ctld: CtldFactory, slurm_data: Path) -> None:
@@ -191,16 +180,13 @@ def test_killed_test_process_leaves_no_daemon(
     try:
         assert holder.stdout is not None
         pid = int(holder.stdout.readline())
-        assert pid > 0 and _pid_alive(pid)
+        assert pid > 0 and processes.alive(pid)
     finally:
         holder.kill()
         holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
-    deadline = time.monotonic() + 10
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _pid_alive(pid)
+    wait_for(lambda: not processes.alive(pid), timeout=10, what=f"pid {pid} to end", every=0.1)
 
 
 def test_extra_files_and_hostlist_oracle(start_ctld: CtldFactory) -> None:

@@ -233,7 +233,8 @@ def _run_logged(
         )
 
 
-def _mounts_under(path: Path) -> list[str]:
+def mounts_under(path: Path) -> list[str]:
+    """Mount points at or below ``path`` in this mount namespace."""
     prefix = str(path.resolve())
     found = []
     with Path("/proc/self/mountinfo").open(encoding="utf-8") as f:
@@ -248,9 +249,9 @@ def _safe_rmtree(path: Path) -> None:
     """Delete a (partial) chroot; refuse while anything is mounted below it."""
     if not path.exists():
         return
-    for point in sorted(_mounts_under(path), reverse=True):
+    for point in sorted(mounts_under(path), reverse=True):
         subprocess.run(["umount", "-l", point], check=False, capture_output=True)
-    left = _mounts_under(path)
+    left = mounts_under(path)
     if left:
         raise SlurmChrootError(f"refusing to delete {path}: still mounted: {left[0]}")
     for attempt in range(5):  # a dying build step may still add a file or two

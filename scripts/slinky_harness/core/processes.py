@@ -40,6 +40,7 @@ __all__ = [
     "alive",
     "die_with_parent",
     "end_pids",
+    "mentioning",
     "reaping",
     "run_main",
     "run_measured",
@@ -263,6 +264,22 @@ def alive(pid: int) -> bool:
         if (Path("/proc") / str(pid) / "stat").read_text().rsplit(") ", 1)[-1].startswith("Z"):
             return False
     return True
+
+
+def mentioning(marker: str | Path, *, include_zombies: bool = False) -> set[int]:
+    """Pids of the processes (this one excepted) whose command line holds ``marker`` (a cluster's
+    or a work folder), zombies only when ``include_zombies``."""
+    needle = str(marker).encode()
+    found: set[int] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (proc / "cmdline").read_bytes() and (
+                include_zombies or alive(int(proc.name))
+            ):
+                found.add(int(proc.name))
+    return found
 
 
 def end_pids(pids: Iterable[int], *, grace: float = 10.0) -> None:

@@ -388,13 +388,7 @@ class Cluster:
             with contextlib.suppress(OSError, ValueError):
                 pids.add(int(pidfile.read_text().strip()))
         # Processes started for this cluster carry its folder on their command line.
-        marker = f"{self.cluster_dir}/".encode()
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                if marker in (proc / "cmdline").read_bytes():
-                    pids.add(int(proc.name))
+        pids |= processes.mentioning(f"{self.cluster_dir}/", include_zombies=True)
         pids.discard(os.getpid())
         return pids
 

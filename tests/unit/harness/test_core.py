@@ -146,3 +146,20 @@ def test_every_harness_error_derives_from_harness_error() -> None:
                 found.append(value)
     assert len(found) >= 15
     assert [e.__qualname__ for e in found if not issubclass(e, HarnessError)] == []
+
+
+def test_mentioning_finds_live_processes_by_a_marker_on_their_command_line(tmp_path: Path) -> None:
+    marker = tmp_path / "cluster-folder"
+    proc = processes.start(
+        [
+            *_python(f"import time, sys; sys.argv.append({str(marker)!r}); time.sleep(60)"),
+            str(marker),
+        ],
+        log=tmp_path / "log",
+    )
+    try:
+        assert proc.pid in processes.mentioning(marker)
+        assert processes.mentioning(tmp_path / "nothing-runs-here") == set()
+    finally:
+        processes.stop(proc, grace=5)
+    assert proc.pid not in processes.mentioning(marker, include_zombies=True)
