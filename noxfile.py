@@ -38,8 +38,8 @@ def _tools(session: nox.Session, *names: str) -> None:
     open, so a cold one shows what it builds and its progress; the PATH is read afterwards."""
     # `install` with no names means every tool (the control plane's kubectl too); `path` with no
     # names means the lint tools, which is what a session that names none needs.
-    session.run("python", "-m", "slinky_harness.toolchain", "install" if names else "path", *names)
-    prefix = session.run("python", "-m", "slinky_harness.toolchain", "path", *names, silent=True)
+    session.run("python", "-m", "slinky_harness.build.toolchain", "install" if names else "path", *names)
+    prefix = session.run("python", "-m", "slinky_harness.build.toolchain", "path", *names, silent=True)
     assert isinstance(prefix, str)
     session.env["PATH"] = f"{prefix.strip().splitlines()[-1]}{os.pathsep}{os.environ['PATH']}"
 
@@ -47,8 +47,8 @@ def _tools(session: nox.Session, *names: str) -> None:
 def _prebuild(session: nox.Session) -> None:
     """The control plane with the Slinky operator and slurm-bridge (one Go build), and the Slurm
     chroot, built or reused in the open before pytest, which would hide their progress lines."""
-    session.run("python", "-m", "slinky_harness.controlplane", "build")
-    session.run("python", "-m", "slinky_harness.slurm", "chroot")
+    session.run("python", "-m", "slinky_harness.build.controlplane")
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot")
 
 
 def _pytest(session: nox.Session, folder: str, *extra: str) -> None:
@@ -95,7 +95,7 @@ def unit(session: nox.Session) -> None:
 def slurm(session: nox.Session) -> None:
     """Real Slurm 26.05 (a Debian sid chroot): generated topology loads in slurmctld."""
     _install(session, "test")
-    session.run("python", "-m", "slinky_harness.slurm", "chroot")
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot")
     session.env["SLINKY_REQUIRE_SLURM"] = "1"  # fail, never skip, when the tier cannot run
     _pytest(session, "tests/slurm")
 
@@ -108,7 +108,7 @@ def cluster(session: nox.Session) -> None:
     _prebuild(session)
     # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
     # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
-    session.run("python", "-m", "slinky_harness.image", "prepare")
+    session.run("python", "-m", "slinky_harness.build.image", "prepare")
     # One run: the real Slinky operator and slurm-bridge are built with the control plane from
     # tools/go.mod (SlinkyProject modules pinned in tools/go.sum), so nothing here is optional.
     # --dist loadfile: a file's tests share module fixtures (one control plane, operator or bridge
@@ -122,7 +122,7 @@ def demo(session: nox.Session) -> None:
     _install(session, "test")
     _tools(session, "helm", "kubectl")
     _prebuild(session)
-    session.run("python", "-m", "slinky_harness.demo", *session.posargs)
+    session.run("python", "-m", "slinky_harness.apps.demo", *session.posargs)
 
 
 @nox.session(default=False)
@@ -139,16 +139,16 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: topology generation at 1k, 10k and 65,536 nodes, side by side with NVIDIA topograph."""
     _install(session, "test")
     session.run(*PYTEST, "tests/unit/bench", "-m", "bench")
-    session.run("python", "-m", "slinky_harness.bench", *session.posargs)
+    session.run("python", "-m", "slinky_harness.apps.bench", *session.posargs)
     _tools(session, "kubectl")
-    session.run("python", "-m", "slinky_harness.labeler_bench")
+    session.run("python", "-m", "slinky_harness.apps.labeler_bench")
 
 
 @nox.session(default=False)
 def kind(session: nox.Session) -> None:
     """For users with Docker and internet: the suite on a multi-node kind cluster (ct install flow)."""
     _install(session, "test")
-    session.run("python", "-m", "slinky_harness.kind", *session.posargs)
+    session.run("python", "-m", "slinky_harness.apps.kind", *session.posargs)
 
 
 @nox.session(default=False)
@@ -156,7 +156,7 @@ def package(session: nox.Session) -> None:
     """Release: check versions against each chart's CHANGELOG.md, then helm package into dist/."""
     _install(session)
     _tools(session, "helm")
-    session.run("python", "-m", "slinky_harness.release", "package", *session.posargs)
+    session.run("python", "-m", "slinky_harness.apps.release", "package", *session.posargs)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 // Package tools records the commands this module builds, so that `go mod tidy` keeps
 // their dependencies. It is never compiled (the "tools" build tag is never set); the
-// binaries are built with `go build <package>` by scripts/slinky_harness/controlplane.py.
+// binaries are built with `go build <package>` by scripts/slinky_harness/build/controlplane.py.
 package tools
 
 import (

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness import charts as chart_index
-from slinky_harness import kubeschema
+from slinky_harness.core.polling import wait_for
+from slinky_harness.helm import charts as chart_index
+from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.client import Helm
+    from slinky_harness.k8s.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "cluster"
@@ -61,7 +61,7 @@ def nested_overrides() -> dict[str, Any]:
 def umbrella_managed_namespaces(profile: dict[str, Any]) -> list[str]:
     """Namespaces the umbrella's bridge manages with ``profile`` (they must exist, as in
     production); none when the profile switches the bridge off."""
-    from slinky_harness import umbrella  # noqa: PLC0415 - only the umbrella tests need it
+    from slinky_harness.helm import umbrella  # noqa: PLC0415 - only the umbrella tests need it
 
     defaults = chart_index.load_yaml(umbrella.UMBRELLA_DIR / "values.yaml")
     bridge = {**(defaults.get("slurm-bridge") or {}), **(profile.get("slurm-bridge") or {})}
@@ -88,41 +88,6 @@ def release_name(scenario: chart_index.Scenario) -> str:
     return f"{short}-{scenario.name.removeprefix('ci/')}"[:30].strip("-")
 
 
-@dataclass
-class Helm:
-    """A pinned helm binary bound to the session cluster, with its own config folders."""
-
-    binary: Path
-    cluster: Cluster
-    home: Path
-
-    def env(self) -> dict[str, str]:
-        env = self.cluster.env()
-        for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
-            env[var] = str(self.home / var.lower())
-        return env
-
-    def run(
-        self, *args: str, namespace: str | None = None, check: bool = True, timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        cmd = [str(self.binary), "--kubeconfig", str(self.cluster.kubeconfig)]
-        if namespace:
-            cmd += ["-n", namespace]
-        proc = subprocess.run(
-            [*cmd, *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"`helm {' '.join(args)}` failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
-            )
-        return proc
-
-
 def kubectl(
     cluster: Cluster, *args: str, input: str | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
@@ -136,17 +101,6 @@ def kubectl(
         timeout=timeout,
         check=False,
     )
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if not last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last}")
 
 
 # -- CRDs --
@@ -248,14 +202,18 @@ def wait_release_gone(
     ``kept`` objects, ``Kind/name``) and its cluster-scoped objects are deleted; return the
     cluster-scoped objects it kept on purpose."""
     wait_for(
-        lambda: namespaced_leftovers(cluster, namespace, chart, kept),
-        30,
-        f"{namespace} to hold nothing after helm uninstall",
+        lambda: not (namespaced_leftovers(cluster, namespace, chart, kept)),
+        timeout=30,
+        what=f"{namespace} to hold nothing after helm uninstall",
+        every=0.5,
+        detail=lambda: namespaced_leftovers(cluster, namespace, chart, kept),
     )
     wait_for(
-        lambda: cluster_leftovers(cluster, namespace),
-        30,
-        f"cluster-scoped objects of {namespace}'s release to be deleted",
+        lambda: not (cluster_leftovers(cluster, namespace)),
+        timeout=30,
+        what=f"cluster-scoped objects of {namespace}'s release to be deleted",
+        every=0.5,
+        detail=lambda: cluster_leftovers(cluster, namespace),
     )
     return release_cluster_objects(cluster, namespace)
 

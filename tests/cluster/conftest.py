@@ -1,7 +1,7 @@
 """Fixtures of the cluster tier: one kwok control plane per session, one namespace per test.
 
 The control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok) is built
-once per machine by ``slinky_harness.controlplane.ensure_binaries`` and started with the fleet
+once per machine by ``slinky_harness.build.controlplane.ensure_binaries`` and started with the fleet
 ``tests/data/fleets/small-gpu.yaml`` (override with ``SLINKY_CLUSTER_FLEET``). Every test in this
 folder gets the ``cluster`` marker.
 """
@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes import client
-from tests.cluster.charts_support import Helm
+from tests.cluster import charts_support as support
 from tests.worker_summary import records
 
-from slinky_harness.controlplane import Cluster, wait_until
-from slinky_harness.fleet import Fleet, load_fleet
+from slinky_harness.core.polling import wait_for
+from slinky_harness.helm.client import Helm
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.fleet import Fleet, load_fleet
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -35,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "operator: runs the real Slinky operator (slinky_harness.operator), built with the control "
+        "operator: runs the real Slinky operator (slinky_harness.k8s.operator), built with the control "
         "plane from tools/go.mod",
     )
 
@@ -44,6 +46,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def third_party_crds(cluster: Cluster) -> None:
+    """The third-party CRDs (cert-manager, Prometheus Operator, KEDA, ...) that optional values
+    render objects of; installed once (no test removes them)."""
+    support.install_third_party_crds(cluster)
+
+
+@pytest.fixture(scope="module")
+def slinky_crds(cluster: Cluster) -> None:
+    """The Slinky CRDs that slurm-cluster renders objects of; ensured per module, because an
+    uninstall of slurm-operator with ``crds.keep: false`` removes them."""
+    support.ensure_slinky_crds(cluster)
+
+
+@pytest.fixture(scope="module")
+def crds(third_party_crds: None, slinky_crds: None) -> None:
+    """Both sets of CRDs."""
 
 
 @pytest.fixture(scope="session")
@@ -103,12 +124,12 @@ def namespace(request: pytest.FixtureRequest, core: Any) -> Iterator[str]:
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    wait_until(
+    wait_for(
         lambda: (
             core.list_namespaced_service_account(name, field_selector="metadata.name=default").items
         ),
-        30,
-        f"the default ServiceAccount in {name}",
+        timeout=30,
+        what=f"the default ServiceAccount in {name}",
     )
     try:
         yield name
@@ -119,7 +140,7 @@ def namespace(request: pytest.FixtureRequest, core: Any) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     """The pinned Helm 4 bound to the session cluster (its own config and cache folders)."""
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     return Helm(toolchain.ensure("helm"), cluster, tmp_path_factory.mktemp("helm4"))
 
@@ -127,6 +148,6 @@ def helm4(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
 @pytest.fixture(scope="session")
 def helm3(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     """The pinned Helm 3 bound to the session cluster."""
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     return Helm(toolchain.ensure("helm3"), cluster, tmp_path_factory.mktemp("helm3"))

@@ -9,7 +9,7 @@ so every request of the labeler goes through RBAC exactly as in the cluster. The
 runs as local processes (``python -m slinky_topology.labeler``) with the container arguments the
 chart renders for its Deployment, plus the kubeconfig, a metrics port and faster pacing.
 
-Writes are counted from the API server's audit log (:mod:`slinky_harness.labeler_bench`), by
+Writes are counted from the API server's audit log (:mod:`slinky_harness.k8s.audit`), by
 identity and token, never from the labeler's own counters.
 
 The fake nodes are not kwok-managed (no kwok controller, no scheduler run in this control plane):
@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import select
-import signal
 import socket
 import subprocess
 import threading
@@ -38,19 +37,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from tests.cluster import charts_support
 
-from slinky_harness import labeler_bench as lb
-from slinky_harness.controlplane import Cluster
-from slinky_harness.core import ports
-from slinky_harness.core.processes import die_with_parent
-from slinky_harness.fleet import load_fleet
+from slinky_harness.core import ports, processes
+from slinky_harness.helm.client import Helm
+from slinky_harness.k8s import accounts, labeler
+from slinky_harness.k8s.audit import AuditWrite, audit_policy, read_audit_writes
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.fleet import create_nodes, load_fleet
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from slinky_harness.fleet import Fleet
-    from slinky_harness.slurm import SlurmCtld
+    from slinky_harness.k8s.fleet import Fleet
+    from slinky_harness.slurm.ctld import SlurmCtld
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "tests" / "data" / "fleets" / "labeler-nvl72-1k.yaml"
@@ -203,17 +202,10 @@ class Replica:
         return 0.0
 
     def logs(self) -> list[dict[str, Any]]:
-        return lb.parse_logs(self.log.read_text(errors="replace"))
+        return labeler.parse_logs(self.log.read_text(errors="replace"))
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return int(self.proc.returncode)
+        return processes.stop(self.proc, grace=20)
 
 
 @dataclass
@@ -223,7 +215,7 @@ class LabelerLab:
     cluster: Cluster
     workdir: Path
     fleet: Fleet
-    helm: charts_support.Helm
+    helm: Helm
     rendered: list[dict[str, Any]]
     account: str
     args: list[str]
@@ -236,7 +228,7 @@ class LabelerLab:
 
     @property
     def user(self) -> str:
-        return lb.service_account_user(NAMESPACE, self.account)
+        return accounts.service_account_user(NAMESPACE, self.account)
 
     @property
     def audit(self) -> Path:
@@ -249,15 +241,15 @@ class LabelerLab:
         and the token's credential id as the audit log shows it. ``port``: reach the API server
         there instead (a :class:`StallProxy` on the same address)."""
         self._tokens += 1
-        token = lb.mint_token(self.api_client, NAMESPACE, self.account)
-        path = lb.token_kubeconfig(
-            self.cluster, token, self.workdir / f"{name}-{self._tokens}.kubeconfig", name
+        token = accounts.mint_token(self.cluster, NAMESPACE, self.account)
+        path = accounts.token_kubeconfig(
+            self.cluster,
+            token,
+            self.workdir / f"{name}-{self._tokens}.kubeconfig",
+            user=name,
+            server=None if port is None else f"https://127.0.0.1:{port}",
         )
-        if port is not None:
-            config = yaml.safe_load(path.read_text())
-            config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
-            path.write_text(yaml.safe_dump(config))
-        return path, lb.token_credential(token)
+        return path, accounts.token_credential(token)
 
     def proxy(self) -> StallProxy:
         """A :class:`StallProxy` to this control plane's API server (use it with ``with``)."""
@@ -265,18 +257,18 @@ class LabelerLab:
 
     # -- audit ------------------------------------------------------------------------------
 
-    def writes(self) -> list[lb.AuditWrite]:
+    def writes(self) -> list[AuditWrite]:
         """Every write of the labeler's identity so far (failed ones included), except to its
         Lease (leader election renews it every few seconds; see :meth:`lease_writes`)."""
         return [w for w in self.all_writes() if w.resource != "leases"]
 
-    def lease_writes(self) -> list[lb.AuditWrite]:
+    def lease_writes(self) -> list[AuditWrite]:
         return [w for w in self.all_writes() if w.resource == "leases"]
 
-    def all_writes(self) -> list[lb.AuditWrite]:
-        return lb.read_audit_writes(self.audit, user=self.user)
+    def all_writes(self) -> list[AuditWrite]:
+        return read_audit_writes(self.audit, user=self.user)
 
-    def settled_writes(self, quiet: float = 1.5, timeout: float = 60.0) -> list[lb.AuditWrite]:
+    def settled_writes(self, quiet: float = 1.5, timeout: float = 60.0) -> list[AuditWrite]:
         """The labeler's writes once none came in for ``quiet`` seconds."""
         deadline = time.monotonic() + timeout
         last = self.writes()
@@ -295,10 +287,10 @@ class LabelerLab:
     def labeler_args(self, kubeconfig: Path, *extra: str) -> list[str]:
         return [*self.args, f"--kubeconfig={kubeconfig}", *FAST, *extra]
 
-    def run_once(self, *extra: str) -> lb.LabelerRun:
+    def run_once(self, *extra: str) -> labeler.LabelerRun:
         """One ``--once`` pass (fresh token), as a separate process."""
         kubeconfig, _ = self.kubeconfig("once")
-        run = lb.run_labeler(
+        run = labeler.run_labeler(
             self.labeler_args(kubeconfig, "--once", "--metrics-port=0", *extra), timeout=300
         )
         assert run.returncode == 0, run.describe()
@@ -310,19 +302,12 @@ class LabelerLab:
         port = ports.allocate_one()
         log = self.workdir / f"{identity}.log"
         kubeconfig, credential = self.kubeconfig(identity, port=via)
-        argv = lb.labeler_argv(
-            *self.labeler_args(
+        proc = labeler.start_labeler(
+            self.labeler_args(
                 kubeconfig, f"--identity={identity}", f"--metrics-port={port}", *extra
-            )
+            ),
+            log,
         )
-        with log.open("wb") as sink:
-            proc = subprocess.Popen(
-                argv,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=lb._child_env(),
-                preexec_fn=die_with_parent,  # noqa: PLW1509 (before exec; only prctl)
-            )
         replica = Replica(identity, proc, port, log, credential)
         self.replicas.append(replica)
         return replica
@@ -399,7 +384,7 @@ def expected_block(labels: dict[str, str]) -> str:
 
 
 def _audit_policy(path: Path, user: str) -> Path:
-    path.write_text(lb.audit_policy([user]))
+    path.write_text(audit_policy([user]))
     return path
 
 
@@ -408,7 +393,7 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
     """Start the lab (see :class:`LabelerLab`); stop every replica and the cluster on exit."""
     from kubernetes import client  # noqa: PLC0415
 
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     timings: dict[str, float] = {}
     t0 = time.monotonic()
@@ -430,7 +415,7 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
     (container,) = pod["containers"]
     fleet = load_fleet(FLEET)
     policy = _audit_policy(
-        workdir / "audit-policy.yaml", lb.service_account_user(NAMESPACE, account)
+        workdir / "audit-policy.yaml", accounts.service_account_user(NAMESPACE, account)
     )
     extra = [f"--kube-audit-policy={policy}", "--disable=kwok-controller,kube-scheduler"]
     with Cluster.start(workdir / "cluster", stages=None, extra_args=extra) as cluster:
@@ -440,7 +425,7 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
             cluster=cluster,
             workdir=workdir,
             fleet=fleet,
-            helm=charts_support.Helm(helm_bin, cluster, workdir / "helm"),
+            helm=Helm(helm_bin, cluster, workdir / "helm"),
             rendered=rendered,
             account=account,
             args=[str(a) for a in container["args"]],
@@ -457,7 +442,7 @@ def labeler_lab(workdir: Path) -> Iterator[LabelerLab]:
                 and "helm.sh/hook" not in (d["metadata"].get("annotations") or {})
             ]
             cluster.apply(rbac)
-            timings["create nodes"] = lb.create_nodes(api_client, fleet.nodes())
+            timings["create nodes"] = create_nodes(api_client, fleet.nodes())
             timings["set-up"] = time.monotonic() - t0
             yield lab
         finally:

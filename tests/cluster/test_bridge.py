@@ -12,11 +12,11 @@ Slurm is the chroot's slurmctld 26.05 (emulator build) with one emulated slurmd 
 named as the Kubernetes node, 8 ``gres/gpu`` each, and the profile's Slurm side: its MCS settings
 and its two partitions on the same nodes (the batch partition ``gpu`` and the bridge's
 ``slurm-bridge``). slurmrestd answers under the Service URL of the chart's ``config.yaml``
-through :class:`slinky_harness.operator.ServiceProxy`.
+through :class:`slinky_harness.k8s.operator.ServiceProxy`.
 
 The bridge's scheduler (the chart's complete KubeSchedulerConfiguration, plugin section
 included), admission webhook and controllers run as the chart's ServiceAccounts with the
-chart's arguments (:mod:`slinky_harness.bridge`). Every expectation comes from the values and the
+chart's arguments (:mod:`slinky_harness.k8s.bridge`). Every expectation comes from the values and the
 submitted workloads: the partition and MCS label from the chart's values, the node count from
 the pods, the GPU counts from their limits, the capacity from the fleet.
 
@@ -38,13 +38,18 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness import bridge as slinky_bridge
-from slinky_harness import charts, slurm
-from slinky_harness import operator as slinky_operator
-from slinky_harness.controlplane import Cluster
-from slinky_harness.fleet import load_fleet
-from slinky_harness.slurm_chroot import MOUNT_POINT
-from slinky_harness.toolchain import module_dir
+from slinky_harness.build.gobuild import module_dir
+from slinky_harness.build.slurm_chroot import MOUNT_POINT
+from slinky_harness.core.polling import wait_for
+from slinky_harness.helm import charts
+from slinky_harness.helm.client import Helm
+from slinky_harness.helm.values import merge
+from slinky_harness.k8s import bridge as slinky_bridge
+from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.fleet import load_fleet
+from slinky_harness.slurm import ctld as slurm
+from slinky_harness.slurm.conf import FileSource, emulated_nodes, parse_records
 from slinky_topology import hostlist
 
 if TYPE_CHECKING:
@@ -79,17 +84,6 @@ class Env:
     batch_partition: str
 
 
-def _merged(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    out = dict(defaults)
-    for key, value in given.items():
-        out[key] = (
-            _merged(out[key], value)
-            if isinstance(value, dict) and isinstance(out.get(key), dict)
-            else value
-        )
-    return out
-
-
 def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str]:
     """(slurm.conf, gres.conf, batch partition) for the profile's Slurm side on ``gpu_nodes``."""
     cluster = PROFILE["slurm-cluster"]
@@ -109,9 +103,7 @@ def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str
         "AuthAltTypes=auth/jwt",
         f"AuthAltParameters=jwt_key={MOUNT_POINT}/etc/jwt.key",
         *(f"{k}={v}" for k, v in extra.items()),
-        slurm.emulated_nodes(
-            sorted(gpu_nodes), cpus=96, memory_mb=1024 * 1024, extra=f"Gres=gpu:{gpus}"
-        ),
+        emulated_nodes(sorted(gpu_nodes), cpus=96, memory_mb=1024 * 1024, extra=f"Gres=gpu:{gpus}"),
         f"PartitionName={batch} Nodes={names} {cluster['nodesets'][batch]['partition']['config']}",
         f"PartitionName={partition} Nodes={names} {cluster['partitions'][partition]['config']}",
     ]
@@ -122,7 +114,7 @@ def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     work = tmp_path_factory.mktemp("bridge")
     fleet = load_fleet(str(FLEET_FILE))
@@ -130,15 +122,15 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         Cluster.start(work / "cluster", fleet=fleet) as cluster,
         slinky_operator.ServiceProxy() as proxy,
     ):
-        helm = support.Helm(toolchain.ensure("helm"), cluster, work / "helm")
+        helm = Helm(toolchain.ensure("helm"), cluster, work / "helm")
         for ns in (NAMESPACE, MANAGED, UNMANAGED):
             cluster.kubectl("create", "namespace", ns)
         defaults = charts.load_yaml(support.CHARTS["slurm-bridge"].path / "values.yaml")
         block = {**PROFILE["slurm-bridge"], "global": PROFILE.get("global", {})}
         override = {"slurm": {"jwt": {"existingSecret": JWT_SECRET}}}
-        values = _merged(_merged(defaults, block), override)
+        values = merge(merge(defaults, block), override)
         values_file = work / "bridge-values.yaml"
-        values_file.write_text(yaml.safe_dump(_merged(block, override)))
+        values_file.write_text(yaml.safe_dump(merge(block, override)))
         nodes = cluster.kubectl_json("get", "nodes")["items"]
         gpu_nodes = {
             n["metadata"]["name"]: int(n["status"]["capacity"][GPU])
@@ -147,7 +139,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         }
         conf, gres, batch = slurm_conf(gpu_nodes, str(values["slurm"]["partition"]))
         jwt_key = os.urandom(32)
-        files: dict[str, slurm.FileSource] = {
+        files: dict[str, FileSource] = {
             "slurm.conf": conf,
             "gres.conf": gres,
             "jwt.key": jwt_key,
@@ -194,7 +186,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
 def jobs(ctld: slurm.SlurmCtld) -> list[dict[str, str]]:
     """Every job slurmctld knows (``scontrol show job -d -o``), one record each."""
     out = ctld.scontrol("show", "job", "-d", "-o")
-    return [r for r in slurm.parse_records(out) if "JobId" in r]
+    return [r for r in parse_records(out) if "JobId" in r]
 
 
 def job(ctld: slurm.SlurmCtld, job_id: str) -> dict[str, str]:
@@ -262,7 +254,13 @@ def wait_bound(env: Env, namespace: str, name: str) -> tuple[dict[str, Any], dic
             return ""
         return str(pod.get("status", {}).get("conditions", "pending"))
 
-    support.wait_for(unbound, WAIT, f"pod {namespace}/{name} to be bound by the bridge")
+    wait_for(
+        lambda: not unbound(),
+        timeout=WAIT,
+        what=f"pod {namespace}/{name} to be bound by the bridge",
+        every=0.5,
+        detail=unbound,
+    )
     pod = found["pod"]
     return pod, job(env.ctld, pod["metadata"]["labels"][slinky_bridge.JOB_ID_LABEL])
 
@@ -271,10 +269,12 @@ def delete_pods(env: Env, namespace: str, *names: str) -> None:
     support.kubectl(
         env.cluster, "delete", "pod", "-n", namespace, "--ignore-not-found", "--wait=false", *names
     )
-    support.wait_for(
-        lambda: [n for n in names if get_pod(env, namespace, n) is not None],
-        WAIT,
-        f"pods {names} to be deleted",
+    wait_for(
+        lambda: not ([n for n in names if get_pod(env, namespace, n) is not None]),
+        timeout=WAIT,
+        what=f"pods {names} to be deleted",
+        every=0.5,
+        detail=lambda: [n for n in names if get_pod(env, namespace, n) is not None],
     )
 
 
@@ -327,7 +327,13 @@ def test_each_pod_of_a_batch_job_becomes_a_slurm_job(env: Env) -> None:
         ]
         return [p for p in items if p["spec"].get("nodeName")]
 
-    support.wait_for(lambda: len(pods()) < 2, WAIT, f"both pods of Job {name} to be bound")
+    wait_for(
+        lambda: not (len(pods()) < 2),
+        timeout=WAIT,
+        what=f"both pods of Job {name} to be bound",
+        every=0.5,
+        detail=lambda: len(pods()) < 2,
+    )
     bound = pods()
     ids = [p["metadata"]["labels"][slinky_bridge.JOB_ID_LABEL] for p in bound]
     assert len(set(ids)) == len(bound) == 2, ids
@@ -339,10 +345,20 @@ def test_each_pod_of_a_batch_job_becomes_a_slurm_job(env: Env) -> None:
     env.cluster.kubectl(
         "delete", "job", name, "-n", MANAGED, "--cascade=foreground", "--wait=false"
     )
-    support.wait_for(pods, WAIT, f"the pods of Job {name} to go")
+    wait_for(
+        lambda: not pods(),
+        timeout=WAIT,
+        what=f"the pods of Job {name} to go",
+        every=0.5,
+        detail=pods,
+    )
     # Job pods finish at once under kwok: the bridge ends their Slurm jobs.
-    support.wait_for(
-        lambda: set(ids) & running_job_ids(env), WAIT, f"Slurm jobs {ids} to end with their pods"
+    wait_for(
+        lambda: not (set(ids) & running_job_ids(env)),
+        timeout=WAIT,
+        what=f"Slurm jobs {ids} to end with their pods",
+        every=0.5,
+        detail=lambda: set(ids) & running_job_ids(env),
     )
 
 
@@ -374,7 +390,13 @@ def test_a_pod_asking_more_gpus_than_any_node_stays_pending_with_a_reason(env: E
                 return ""
         return "no PodScheduled=False condition with a message yet"
 
-    support.wait_for(no_reason, WAIT, f"pod {name} to report why it is not scheduled")
+    wait_for(
+        lambda: not no_reason(),
+        timeout=WAIT,
+        what=f"pod {name} to report why it is not scheduled",
+        every=0.5,
+        detail=no_reason,
+    )
     time.sleep(5)
     pod = get_pod(env, MANAGED, name)
     assert pod is not None and not pod["spec"].get("nodeName"), pod
@@ -391,7 +413,13 @@ def test_a_pod_in_an_unmanaged_namespace_is_left_to_the_default_scheduler(env: E
         pod = get_pod(env, UNMANAGED, name)
         return not (pod and pod["spec"].get("nodeName"))
 
-    support.wait_for(unbound, WAIT, f"pod {name} to be scheduled")
+    wait_for(
+        lambda: not unbound(),
+        timeout=WAIT,
+        what=f"pod {name} to be scheduled",
+        every=0.5,
+        detail=unbound,
+    )
     pod = get_pod(env, UNMANAGED, name)
     assert pod is not None
     assert pod["spec"]["schedulerName"] == "default-scheduler"
@@ -408,8 +436,12 @@ def test_deleting_the_pod_ends_its_slurm_job(env: Env) -> None:
     create_pod(env, MANAGED, name)
     _, record = wait_bound(env, MANAGED, name)
     delete_pods(env, MANAGED, name)
-    support.wait_for(
-        lambda: record["JobId"] in running_job_ids(env), WAIT, f"Slurm job {record['JobId']} to end"
+    wait_for(
+        lambda: record["JobId"] not in running_job_ids(env),
+        timeout=WAIT,
+        what=f"Slurm job {record['JobId']} to end",
+        every=0.5,
+        detail=lambda: record["JobId"] in running_job_ids(env),
     )
 
 
@@ -426,7 +458,13 @@ def test_scancel_ends_the_pod(env: Env) -> None:
         phase = pod.get("status", {}).get("phase", "")
         return "" if phase in ("Failed", "Succeeded") else phase
 
-    support.wait_for(still_running, WAIT, f"pod {name} to end after scancel {record['JobId']}")
+    wait_for(
+        lambda: not still_running(),
+        timeout=WAIT,
+        what=f"pod {name} to end after scancel {record['JobId']}",
+        every=0.5,
+        detail=still_running,
+    )
     delete_pods(env, MANAGED, name)
 
 

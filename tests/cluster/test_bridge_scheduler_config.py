@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness import charts, controlplane, helm
-from slinky_harness.toolchain import REPO_ROOT
+from slinky_harness.build import controlplane as cp_build
+from slinky_harness.core.paths import REPO_ROOT
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,7 +65,7 @@ def _write_config_to(config_text: str, tmp_path: Path) -> subprocess.CompletedPr
     config.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    scheduler = controlplane.ensure_binaries() / "kube-scheduler"
+    scheduler = cp_build.ensure_binaries() / "kube-scheduler"
     return subprocess.run(
         [str(scheduler), "--config", str(path), "--write-config-to", str(tmp_path / "out.yaml")],
         capture_output=True,

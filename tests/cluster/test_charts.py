@@ -17,17 +17,12 @@ from tests.cluster import charts_support as support
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.charts import Scenario
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.charts import Scenario
+    from slinky_harness.helm.client import Helm
+    from slinky_harness.k8s.cluster import Cluster
 
-Helm = support.Helm
 SCENARIOS = support.chart_scenarios()
 MARK = "cluster-tier.slinky.dev/upgraded"
-
-
-@pytest.fixture(scope="session")
-def third_party_crds(cluster: Cluster) -> None:
-    support.install_third_party_crds(cluster)
 
 
 def prepare(cluster: Cluster, chart: str) -> None:

@@ -22,14 +22,15 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness.controlplane import K8S_VERSION
+from slinky_harness.build.controlplane import K8S_VERSION
+from slinky_harness.core.polling import wait_for
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.client import Helm
+    from slinky_harness.k8s.cluster import Cluster
 
-Helm = support.Helm
 CHART = str(support.CHARTS["slurm-cluster"].path)
 README = support.CHARTS["slurm-cluster"].path / "README.md"
 RELEASE = "keys"
@@ -37,6 +38,9 @@ FULLNAME = f"{RELEASE}-slurm-cluster"
 SLURM_KEY = f"{FULLNAME}-slurm-key"
 JWT_KEY = f"{FULLNAME}-jwt-key"
 KEEP = "helm.sh/resource-policy"
+
+# slurm-cluster renders Controller/NodeSet/RestApi objects: their CRDs must exist.
+pytestmark = pytest.mark.usefixtures("slinky_crds")
 WAIT = ["--wait", "--timeout", support.HELM_TIMEOUT]
 
 # Two upgrades that change the release in different places, the key Secrets' own metadata
@@ -52,12 +56,6 @@ UPGRADES: list[list[str]] = [
         "jwtKey.annotations.demo\\.slinky\\.dev/rotated=never",
     ],
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def slinky_crds(cluster: Cluster) -> None:
-    """slurm-cluster renders Controller/NodeSet/RestApi objects: their CRDs must exist."""
-    support.ensure_slinky_crds(cluster)
 
 
 @pytest.fixture(params=["helm4", "helm3"])
@@ -195,10 +193,12 @@ def test_uninstall_leaves_nothing_of_the_release(
         installed = support.namespaced_leftovers(cluster, namespace)
         assert {f"Secret/{SLURM_KEY}", f"Secret/{JWT_KEY}"} <= set(installed), installed
         any_helm.run("uninstall", RELEASE, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
-        support.wait_for(
-            lambda: support.namespaced_leftovers(cluster, namespace),
-            30,
-            f"{namespace} to hold nothing after helm uninstall",
+        wait_for(
+            lambda: not (support.namespaced_leftovers(cluster, namespace)),
+            timeout=30,
+            what=f"{namespace} to hold nothing after helm uninstall",
+            every=0.5,
+            detail=lambda: support.namespaced_leftovers(cluster, namespace),
         )
         assert support.cluster_leftovers(cluster, namespace) == []
     finally:
@@ -216,14 +216,24 @@ def test_resource_policy_keep_keeps_exactly_that_key_for_a_reinstall(
         before = secret(cluster, namespace, SLURM_KEY)
         jwt_before = secret(cluster, namespace, JWT_KEY)
         any_helm.run("uninstall", RELEASE, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
-        support.wait_for(
-            lambda: [
+        wait_for(
+            lambda: (
+                not (
+                    [
+                        o
+                        for o in support.namespaced_leftovers(cluster, namespace)
+                        if o != f"Secret/{SLURM_KEY}"
+                    ]
+                )
+            ),
+            timeout=30,
+            what=f"{namespace} to hold only the kept slurm.key Secret",
+            every=0.5,
+            detail=lambda: [
                 o
                 for o in support.namespaced_leftovers(cluster, namespace)
                 if o != f"Secret/{SLURM_KEY}"
             ],
-            30,
-            f"{namespace} to hold only the kept slurm.key Secret",
         )
         assert support.namespaced_leftovers(cluster, namespace) == [f"Secret/{SLURM_KEY}"]
 

@@ -10,17 +10,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes import client
 
-from slinky_harness.controlplane import (
-    K8S_VERSION,
-    Cluster,
-    ControlPlaneError,
-    port_in_use,
-    wait_until,
-)
-from slinky_harness.fleet import GROUP_LABEL, FleetError, load_fleet, parse_fleet
+from slinky_harness.build.controlplane import K8S_VERSION, ControlPlaneError
+from slinky_harness.core.polling import wait_for
+from slinky_harness.k8s.cluster import Cluster, port_in_use
+from slinky_harness.k8s.fleet import GROUP_LABEL, FleetError, parse_fleet
 
 if TYPE_CHECKING:
-    from slinky_harness.fleet import Fleet
+    from slinky_harness.k8s.fleet import Fleet
 
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 PAUSE = "registry.k8s.io/pause:3.10"
@@ -109,7 +105,7 @@ def test_deployment_pods_run_on_matching_gpu_nodes(core: Any, apps: Any, namespa
         status = apps.read_namespaced_deployment_status("gpu-burn", namespace).status
         return bool(status.ready_replicas == 3 and status.available_replicas == 3)
 
-    wait_until(ready, 60, "3 ready replicas")
+    wait_for(ready, timeout=60, what="3 ready replicas")
     pods = core.list_namespaced_pod(namespace, label_selector="app=gpu-burn").items
     assert len(pods) == 3
     hosts = set()
@@ -140,7 +136,7 @@ def test_unschedulable_gpu_request_stays_pending(core: Any, namespace: str) -> N
             for c in status.conditions or []
         )
 
-    wait_until(unschedulable, 30, "the scheduler to report Unschedulable")
+    wait_for(unschedulable, timeout=30, what="the scheduler to report Unschedulable")
     assert _pod_phase(core, namespace, "too-many-gpus") == "Pending"
 
 
@@ -161,10 +157,10 @@ def test_helm_test_hook_pod_succeeds_and_plain_pod_keeps_running(core: Any, name
     )
     core.create_namespaced_pod(namespace, hook)
     core.create_namespaced_pod(namespace, plain)
-    wait_until(
+    wait_for(
         lambda: _pod_phase(core, namespace, "release-test-connection") == "Succeeded",
-        30,
-        "the helm test pod to succeed",
+        timeout=30,
+        what="the helm test pod to succeed",
     )
     done = core.read_namespaced_pod("release-test-connection", namespace)
     terminated = done.status.container_statuses[0].state.terminated
@@ -173,10 +169,10 @@ def test_helm_test_hook_pod_succeeds_and_plain_pod_keeps_running(core: Any, name
     assert _pod_phase(core, namespace, "plain") == "Running"
 
     core.delete_namespaced_pod("plain", namespace)
-    wait_until(
+    wait_for(
         lambda: "plain" not in {p.metadata.name for p in core.list_namespaced_pod(namespace).items},
-        30,
-        "the deleted pod to disappear",
+        timeout=30,
+        what="the deleted pod to disappear",
     )
 
 
@@ -191,10 +187,10 @@ def test_job_completes(batch: Any, namespace: str) -> None:
         ),
     )
     batch.create_namespaced_job(namespace, job)
-    wait_until(
+    wait_for(
         lambda: (batch.read_namespaced_job_status("once", namespace).status.succeeded or 0) >= 1,
-        60,
-        "the Job to succeed",
+        timeout=60,
+        what="the Job to succeed",
     )
 
 
@@ -277,8 +273,10 @@ def test_cluster_is_torn_down_when_the_body_fails(cluster: Cluster, tmp_path: Pa
     assert leftovers == []
     assert not doomed.cluster_dir.exists()
     assert (tmp_path / "logs" / "kube-apiserver.log").is_file()
-    wait_until(
-        lambda: not port_in_use(doomed.ports.kube_apiserver), 10, "the apiserver port to be free"
+    wait_for(
+        lambda: not port_in_use(doomed.ports.kube_apiserver),
+        timeout=10,
+        what="the apiserver port to be free",
     )
     # The session cluster is unaffected.
     assert cluster.kubectl("get", "--raw=/readyz").strip() == "ok"
@@ -324,7 +322,7 @@ spec:
 def test_helm_install_wait_and_helm_test_finish(
     cluster: Cluster, namespace: str, tmp_path: Path, helm_name: str
 ) -> None:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
     helm = toolchain.ensure(helm_name)
     chart = tmp_path / "hook-demo"
@@ -344,19 +342,3 @@ def test_helm_install_wait_and_helm_test_finish(
         )
         assert proc.returncode == 0, proc.stderr
     assert "Phase:          Succeeded" in proc.stdout
-
-
-FLEETS = sorted((Path(__file__).resolve().parents[1] / "data" / "fleets").glob("*.yaml"))
-
-
-@pytest.mark.parametrize("path", FLEETS, ids=[p.stem for p in FLEETS])
-def test_fleet_files_load(path: Path) -> None:
-    fleet = load_fleet(path)
-    nodes = fleet.nodes()
-    assert nodes
-    for node in nodes:
-        labels = node["metadata"]["labels"]
-        gpus = node["status"]["capacity"].get("nvidia.com/gpu")
-        assert (gpus is not None) == ("nvidia.com/gpu.present" in labels)
-        if gpus is not None:
-            assert labels["nvidia.com/gpu.count"] == gpus

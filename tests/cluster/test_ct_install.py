@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import pytest
 from tests.cluster import charts_support as support
 
-from slinky_harness import toolchain
+from slinky_harness.build import toolchain
 
 if TYPE_CHECKING:
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.k8s.cluster import Cluster
 
 CHART_NAMES = sorted(support.CHARTS)
 # slurm-operator's scenarios install without their CRDs here (applied beforehand, outside any

@@ -1,4 +1,4 @@
-"""``nox -s demo`` (``slinky_harness.demo``): its report is checked against the live cluster.
+"""``nox -s demo`` (``slinky_harness.apps.demo``): its report is checked against the live cluster.
 
 The demo runs in-process (``main([...])``). With ``--keep`` the cluster stays up after the report,
 so the releases, object counts, node annotations and Slurm lines it printed are compared with what
@@ -16,40 +16,26 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness import demo, toolchain
-from slinky_harness import operator as slinky_operator
-from slinky_harness.controlplane import binaries_dir
+from slinky_harness.apps import demo
+from slinky_harness.apps.demo import run as demo_run
+from slinky_harness.apps.demo.operator import OPERATOR_SKIPPED
+from slinky_harness.apps.demo.run import main
+from slinky_harness.build import slinky, toolchain
+from slinky_harness.build.controlplane import binaries_dir
+from slinky_harness.core import processes
+from slinky_harness.k8s import operator as slinky_operator
 from slinky_topology import hostlist
-from slinky_topology.build import plan
-from slinky_topology.pipeline import render_output
-from slinky_topology.sources import fabric_file, k8s_nodes
+from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pytest
 
-    from slinky_topology.model import Fabric
 
 FABRIC = fabric_file.load_fabric("default")
-
-
-def static_topology(fabric: Fabric) -> str:
-    return render_output(plan(fabric), "topology.yaml", "static").text
-
-
-def processes_mentioning(path: Path) -> list[int]:
-    marker = str(path).encode()
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
 
 
 def _kubectl_json(env: dict[str, str], *args: str) -> Any:
@@ -65,29 +51,13 @@ def _kubectl_json(env: dict[str, str], *args: str) -> Any:
 
 
 def _loaded_text(conf: str) -> str:
-    """The caller's part of a slurm.conf composed by slinky_harness.slurm (after its keys)."""
+    """The caller's part of a slurm.conf composed by slinky_harness.slurm.conf (after its keys)."""
     head, sep, text = conf.partition("\n\n")
-    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm"), conf
+    assert sep and head.startswith("# slurm.conf composed by slinky_harness.slurm.conf"), conf
     return text
 
 
 # --- no cluster needed ---------------------------------------------------------------------------
-
-
-def test_fleet_made_from_the_fabric_reads_back_as_the_fabric() -> None:
-    fleet = demo.fleet_from_fabric(FABRIC)
-    nodes = fleet.nodes()
-    assert [n["metadata"]["name"] for n in nodes] == [n.name for n in FABRIC.nodes]
-    read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
-    assert demo.same_topology(static_topology(read_back), static_topology(FABRIC)) == []
-
-
-def test_fleet_check_notices_a_node_on_the_wrong_leaf() -> None:
-    nodes = demo.fleet_from_fabric(FABRIC).nodes()
-    nodes[0]["metadata"]["labels"][demo.TIER_LABEL.format(0)] = "leaf02"
-    read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
-    problems = demo.same_topology(static_topology(read_back), static_topology(FABRIC))
-    assert problems and "topology fabric" in problems[0], problems
 
 
 # --- the whole demo ------------------------------------------------------------------------------
@@ -131,7 +101,7 @@ def test_demo_report_matches_the_live_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     work = tmp_path / "work"
-    rc = demo.main(["--keep", "--out", str(work)])
+    rc = main(["--keep", "--out", str(work)])
     out, err = capsys.readouterr()
     stop_line = re.search(r"^  stop: (.+)$", out, re.M)
     try:
@@ -208,16 +178,16 @@ def test_demo_report_matches_the_live_cluster(
     finally:
         if stop_line:
             subprocess.run(stop_line.group(1), shell=True, check=False, timeout=120)
-    assert processes_mentioning(work / "cluster") == []
-    assert processes_mentioning(work / "operator") == []
+    assert sorted(processes.mentioning(work / "cluster", include_zombies=True)) == []
+    assert sorted(processes.mentioning(work / "operator", include_zombies=True)) == []
     assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()
 
 
 def _check_operator_ran(out: str, conf: str, env: dict[str, str], work: Path) -> None:
     """The operator line, checked against the live cluster and the operator's own log."""
-    assert demo.OPERATOR_SKIPPED not in out, out
+    assert OPERATOR_SKIPPED not in out, out
     line = re.search(
-        rf"^operator: RAN the Slinky slurm-operator {slinky_operator.VERSION} manager, built from "
+        rf"^operator: RAN the Slinky slurm-operator {slinky.VERSION} manager, built from "
         r".+, as (\S+) \(the chart's ServiceAccount .*no RBAC denial or schema error.*"
         r"wrote ConfigMap (\S+)/(\S+) \(owner: the Controller\).*"
         r"its slurm.conf is the one slurmctld loads below$",
@@ -258,10 +228,10 @@ def test_demo_without_operator_loads_the_harness_slurm_conf(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     work = tmp_path / "work"
-    rc = demo.main(["--no-operator", "--out", str(work)])
+    rc = main(["--no-operator", "--out", str(work)])
     out, err = capsys.readouterr()
     assert rc == 0, err + out
-    assert demo.OPERATOR_SKIPPED in out and "operator: RAN" not in out, out
+    assert OPERATOR_SKIPPED in out and "operator: RAN" not in out, out
     assert "on the harness's slurm.conf" in out, out
     assert not (work / "operator").exists()
     conf = (work / "slurmctld" / "etc" / "slurm.conf").read_text()
@@ -269,18 +239,18 @@ def test_demo_without_operator_loads_the_harness_slurm_conf(
     assert f"NodeSet={demo.NODESET} Feature={demo.NODESET}" in conf.splitlines()
     job = re.search(r"partition gb200 \(topology nvlink\): (\S+) \(all in rack\d+\)", out)
     assert job and len(hostlist.expand(job.group(1))) == 18, out
-    assert processes_mentioning(work / "cluster") == []
+    assert sorted(processes.mentioning(work / "cluster", include_zombies=True)) == []
 
 
 def test_demo_fails_once_when_the_operator_cannot_be_built(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken() -> Path:
-        raise slinky_operator.OperatorUnavailable("building slurm-operator v1.2.1 failed: injected")
+        raise slinky.OperatorUnavailable("building slurm-operator v1.2.1 failed: injected")
 
-    monkeypatch.setattr(slinky_operator, "ensure_operator", broken)
+    monkeypatch.setattr(slinky, "ensure_operator", broken)
     work = tmp_path / "work"
-    assert demo.main(["--out", str(work)]) == 1
+    assert main(["--out", str(work)]) == 1
     out, err = capsys.readouterr()
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert errors == ["error: operator: building slurm-operator v1.2.1 failed: injected"], err
@@ -297,13 +267,13 @@ def test_demo_cleans_up_after_a_failure(
         started.append(cluster.kubeconfig)
         raise demo.DemoError("injected failure after the installs began")
 
-    monkeypatch.setattr(demo, "annotate", broken)
+    monkeypatch.setattr(demo_run, "annotate", broken)
     work = tmp_path / "work"
-    assert demo.main(["--out", str(work), "--no-slurm"]) == 1
+    assert main(["--out", str(work), "--no-slurm"]) == 1
     out, err = capsys.readouterr()
     assert started, "the failure was injected before the cluster ran"
     assert err.count("error: injected failure after the installs began") == 1, err
     assert "Slinky suite demo" not in out
-    assert processes_mentioning(work / "cluster") == []
-    assert processes_mentioning(work / "operator") == []
+    assert sorted(processes.mentioning(work / "cluster", include_zombies=True)) == []
+    assert sorted(processes.mentioning(work / "operator", include_zombies=True)) == []
     assert not (work / "cluster" / "kwok" / "clusters" / "slinky-demo").exists()

@@ -1,7 +1,7 @@
 """The labeler image, built from the repository ``Dockerfile`` and run without Docker.
 
 Rootful podman from Debian's packages builds the real ``Dockerfile`` on a Python base made from
-Debian packages (no image registry is reachable; :mod:`slinky_harness.image`), then runs it the
+Debian packages (no image registry is reachable; :mod:`slinky_harness.build.image`), then runs it the
 way the chart runs its pod: the image's own non-root user, a read-only root filesystem with a
 tmpfs on ``/tmp`` only, no capabilities, host network. A ``--once`` pass of the controller inside
 the container labels the 1,010-node kwok fleet of the labeler tests (its own control plane, the
@@ -22,8 +22,9 @@ from packaging.utils import canonicalize_name
 from tests.cluster import labeler_cluster_support as support
 from tests.cluster.labeler_cluster_support import CONFIGMAP, NAMESPACE, SPEC, LabelerLab
 
-from slinky_harness import image
-from slinky_harness import labeler_bench as lb
+from slinky_harness.build import image
+from slinky_harness.build.podman import Podman
+from slinky_harness.k8s import accounts, labeler
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -84,12 +85,12 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def podman() -> image.Podman:
-    return image.Podman.default()
+def podman() -> Podman:
+    return Podman.default()
 
 
 @pytest.fixture(scope="module")
-def built(podman: image.Podman, pytestconfig: pytest.Config) -> image.Build:
+def built(podman: Podman, pytestconfig: pytest.Config) -> image.Build:
     """The image, built from the Dockerfile (its layers cached after the first build)."""
     result = image.build(podman)
     _report(pytestconfig, f"labeler image: {result.describe()}; storage {podman.driver}")
@@ -97,7 +98,7 @@ def built(podman: image.Podman, pytestconfig: pytest.Config) -> image.Build:
 
 
 @pytest.fixture(scope="module")
-def inventory(podman: image.Podman, built: image.Build) -> dict[str, Any]:
+def inventory(podman: Podman, built: image.Build) -> dict[str, Any]:
     proc = image.run(podman, built.ref, ["-c", INVENTORY], entrypoint="/opt/labeler/bin/python")
     assert proc.returncode == 0, proc.stderr
     data: dict[str, Any] = json.loads(proc.stdout)
@@ -141,7 +142,7 @@ def runtime_closure(
 
 
 def test_the_image_runs_as_its_non_root_user(
-    podman: image.Podman, built: image.Build, inventory: dict[str, Any]
+    podman: Podman, built: image.Build, inventory: dict[str, Any]
 ) -> None:
     config = podman.inspect(built.ref)["Config"]
     assert config["User"] == image.IMAGE_USER
@@ -163,7 +164,7 @@ def test_the_root_filesystem_is_read_only_and_only_tmp_is_writable(
 
 
 def test_help_works_as_the_entry_point(
-    podman: image.Podman, built: image.Build, inventory: dict[str, Any]
+    podman: Podman, built: image.Build, inventory: dict[str, Any]
 ) -> None:
     proc = image.run(podman, built.ref, ["--help"])
     assert proc.returncode == 0, proc.stderr
@@ -208,12 +209,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory, built: image.Build) -> Iterato
 
 
 def test_a_once_pass_in_the_container_labels_the_fleet_under_the_charts_service_account(
-    lab: LabelerLab, podman: image.Podman, built: image.Build, pytestconfig: pytest.Config
+    lab: LabelerLab, podman: Podman, built: image.Build, pytestconfig: pytest.Config
 ) -> None:
     assert lab.writes() == []
-    token = lb.mint_token(lab.api_client, NAMESPACE, lab.account)
-    host_config = lb.token_kubeconfig(
-        lab.cluster, token, lab.workdir / "container.kubeconfig", "labeler"
+    token = accounts.mint_token(lab.cluster, NAMESPACE, lab.account)
+    host_config = accounts.token_kubeconfig(
+        lab.cluster, token, lab.workdir / "container.kubeconfig", user="labeler"
     )
     mounted = image.self_contained_kubeconfig(host_config, lab.workdir / "mounted.kubeconfig")
     assert "certificate-authority-data" in mounted.read_text()
@@ -227,13 +228,13 @@ def test_a_once_pass_in_the_container_labels_the_fleet_under_the_charts_service_
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    done = [line for line in lb.parse_logs(proc.stderr) if line.get("msg") == "pass done"]
+    done = [line for line in labeler.parse_logs(proc.stderr) if line.get("msg") == "pass done"]
     assert done, proc.stderr[-3000:]
 
     writes = lab.settled_writes()
     gpu = {str(n["metadata"]["name"]) for n in support.gpu_nodes(lab.fleet)}
     assert [w for w in writes if not w.ok] == []
-    assert {w.credential for w in lab.all_writes()} == {lb.token_credential(token)}
+    assert {w.credential for w in lab.all_writes()} == {accounts.token_credential(token)}
     assert sorted(w.name for w in writes if w.resource == "nodes") == sorted(gpu)
     assert [(w.resource, w.verb, w.name) for w in writes if w.resource != "nodes"] == [
         ("configmaps", "create", CONFIGMAP)

@@ -38,15 +38,18 @@ from tests.cluster.labeler_cluster_support import (
     expected_block,
 )
 
-from slinky_harness import labeler_bench as lb
-from slinky_harness.controlplane import wait_until as wait_for
-from slinky_harness.slurm import ensure_chroot, parse_records, slurmctld
-from slinky_harness.slurm_topo import read_blocks, read_tree
+from slinky_harness.build.slurm_chroot import ensure_chroot
+from slinky_harness.core.polling import wait_for
+from slinky_harness.k8s import audit, labeler
+from slinky_harness.k8s.fleet import create_nodes
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.ctld import slurmctld
+from slinky_harness.slurm.topology import read_blocks, read_tree
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from slinky_harness.slurm import SlurmCtld
+    from slinky_harness.slurm.ctld import SlurmCtld
 
 OWNED_LABEL = {
     LEAF: f"{OWNED_PREFIX}leaf",
@@ -105,7 +108,7 @@ def _owned(node: dict[str, Any]) -> dict[str, str]:
     return {k: v for k, v in keys.items() if k.startswith(OWNED_PREFIX)}
 
 
-def _summary(writes: list[lb.AuditWrite]) -> list[tuple[str, str, str]]:
+def _summary(writes: list[audit.AuditWrite]) -> list[tuple[str, str, str]]:
     return sorted((w.resource, w.verb, w.name) for w in writes)
 
 
@@ -256,10 +259,12 @@ def test_second_pass_writes_nothing(lab: LabelerLab) -> None:
 def replicas(lab: LabelerLab) -> tuple[Replica, Replica]:
     """Two long-running replicas; (leader, follower) once the leader has finished a pass."""
     started = [lab.start_replica("replica-a"), lab.start_replica("replica-b")]
-    holder = wait_for(lab.lease_holder, 60, "a replica to take the Lease")
+    holder = wait_for(lab.lease_holder, timeout=60, what="a replica to take the Lease")
     (leader,) = [r for r in started if r.identity == holder]
     (follower,) = [r for r in started if r is not leader]
-    wait_for(lambda: leader.sample(PASSES, result="ok") >= 1, 60, "the leader's first pass")
+    wait_for(
+        lambda: leader.sample(PASSES, result="ok") >= 1, timeout=60, what="the leader's first pass"
+    )
     return leader, follower
 
 
@@ -291,7 +296,7 @@ def test_added_and_removed_nodes_are_the_only_writes(
     added = {str(n["metadata"]["name"]) for n in new_rack}
     removed = [f"gb-su3-r13-t{i:02d}" for i in range(18)]
     leaving = "gb-su1-r05-t00"
-    lb.create_nodes(lab.api_client, new_rack)
+    create_nodes(lab.api_client, new_rack)
     for name in removed:
         lab.core.delete_node(name)
     lab.patch_labels(leaving, {LEAF: None, SPINE: None, CORE: None, CLIQUE: None})
@@ -304,7 +309,7 @@ def test_added_and_removed_nodes_are_the_only_writes(
             and not set(removed) & set(nodes)
         )
 
-    wait_for(done, 60, "the new rack annotated and the leaving tray cleared")
+    wait_for(done, timeout=60, what="the new rack annotated and the leaving tray cleared")
     new = lab.settled_writes()[len(before) :]
     assert [w for w in new if not w.ok] == []
     assert sorted(w.name for w in new if w.resource == "nodes") == sorted({*added, leaving})
@@ -328,7 +333,9 @@ def test_a_tray_moved_to_another_rack_is_the_only_write(
     before = lab.settled_writes()
     version = lab.configmap()["metadata"]["resourceVersion"]
     lab.patch_labels(node, {LEAF: target[LEAF], CLIQUE: target[CLIQUE]})
-    wait_for(lambda: _moved(lab, node, "su1-leaf05"), 60, f"{node} to move to su1-leaf05")
+    wait_for(
+        lambda: _moved(lab, node, "su1-leaf05"), timeout=60, what=f"{node} to move to su1-leaf05"
+    )
     new = lab.settled_writes()[len(before) :]
     assert _summary(new) == [("nodes", "patch", node)]
     assert {w.credential for w in new} == {leader.credential}
@@ -355,7 +362,11 @@ def test_bad_input_keeps_the_last_good_topology(
     annotations = _annotations(lab)
     # a tray wired to the spine's label: its "leaf" would be a switch with child switches
     lab.patch_labels(node, {LEAF: "su1-spine", SPINE: "core", CORE: None})
-    wait_for(lambda: leader.sample(ERRORS, kind="validation") > errors, 60, "a validation error")
+    wait_for(
+        lambda: leader.sample(ERRORS, kind="validation") > errors,
+        timeout=60,
+        what="a validation error",
+    )
     new = lab.settled_writes()[len(before) :]
     assert [(w.resource, w.verb, w.ok) for w in new] == [("events", "create", True)]
     assert leader.sample(PASSES, result="error") > failed
@@ -374,7 +385,11 @@ def test_bad_input_keeps_the_last_good_topology(
     ok = leader.sample(PASSES, result="ok")
     mark = len(lab.settled_writes())
     lab.patch_labels(node, {LEAF: "su1-leaf00", SPINE: "su1-spine", CORE: "core"})
-    wait_for(lambda: leader.sample(PASSES, result="ok") > ok, 60, "a good pass after the fix")
+    wait_for(
+        lambda: leader.sample(PASSES, result="ok") > ok,
+        timeout=60,
+        what="a good pass after the fix",
+    )
     assert lab.settled_writes()[mark:] == []
 
 
@@ -396,11 +411,17 @@ def test_only_the_leader_writes_and_the_follower_takes_over(
     ) == (1, 0)
 
     assert leader.stop() == 0
-    wait_for(lambda: lab.lease_holder() == follower.identity, 60, "the follower to take the Lease")
+    wait_for(
+        lambda: lab.lease_holder() == follower.identity,
+        timeout=60,
+        what="the follower to take the Lease",
+    )
     before = lab.settled_writes()
     node, home = "gb-su1-r06-t00", lab.nodes()["gb-su1-r06-t01"]["metadata"]["labels"]
     lab.patch_labels(node, {LEAF: home[LEAF], CLIQUE: home[CLIQUE]})
-    wait_for(lambda: _moved(lab, node, "su1-leaf06"), 60, f"{node} to move back to su1-r06")
+    wait_for(
+        lambda: _moved(lab, node, "su1-leaf06"), timeout=60, what=f"{node} to move back to su1-r06"
+    )
     new = lab.settled_writes()[len(before) :]
     assert _summary(new) == [("nodes", "patch", node)]
     assert {w.credential for w in new} == {follower.credential}
@@ -478,7 +499,9 @@ def _annotated(lab: LabelerLab, count: int) -> list[str]:
     return [name for name, spec in sorted(_annotations(lab).items()) if spec][:count]
 
 
-def _by(writes: list[lb.AuditWrite], replica: Replica, resource: str = "") -> list[lb.AuditWrite]:
+def _by(
+    writes: list[audit.AuditWrite], replica: Replica, resource: str = ""
+) -> list[audit.AuditWrite]:
     """The writes of ``replica`` (its token), of ``resource`` when given."""
     return [
         w
@@ -488,8 +511,12 @@ def _by(writes: list[lb.AuditWrite], replica: Replica, resource: str = "") -> li
 
 
 def _lead(lab: LabelerLab, replica: Replica) -> None:
-    wait_for(lambda: lab.lease_holder() == replica.identity, 60, f"{replica.identity} to lead")
-    wait_for(lambda: replica.sample(PASSES, result="ok") >= 1, 60, "its first pass")
+    wait_for(
+        lambda: lab.lease_holder() == replica.identity,
+        timeout=60,
+        what=f"{replica.identity} to lead",
+    )
+    wait_for(lambda: replica.sample(PASSES, result="ok") >= 1, timeout=60, what="its first pass")
 
 
 def _grace_period(lab: LabelerLab) -> int:
@@ -505,11 +532,11 @@ def test_once_and_generate_against_a_stalled_api_server_end_within_their_timeout
     with lab.proxy() as proxy:
         proxy.stall()
         kubeconfig, _ = lab.kubeconfig("stalled", port=proxy.port)
-        once = lb.run_labeler(
+        once = labeler.run_labeler(
             lab.labeler_args(kubeconfig, "--once", "--metrics-port=0", "--request-timeout=3"),
             timeout=120,
         )
-        env = {**lb._child_env(), "KUBECONFIG": str(kubeconfig)}
+        env = {**labeler.child_env(), "KUBECONFIG": str(kubeconfig)}
         env.pop("KUBERNETES_SERVICE_HOST", None)
         started = time.monotonic()
         generate = subprocess.run(
@@ -545,16 +572,26 @@ def test_a_stalled_leader_loses_the_lease_and_never_writes_after_it(lab: Labeler
         b = lab.start_replica("direct-b", "--request-timeout=3")
         mark = len(lab.all_writes())
         lab.patch_annotations(nodes, {SPEC: None})
-        wait_for(lambda: len(_by(lab.all_writes()[mark:], a, "nodes")) >= 4, 60, "a in mid-pass")
+        wait_for(
+            lambda: len(_by(lab.all_writes()[mark:], a, "nodes")) >= 4,
+            timeout=60,
+            what="a in mid-pass",
+        )
         proxy.stall()
         stalled = time.monotonic()
         # the Lease expires 15 s after a's last renewal; b's next round takes it
-        wait_for(lambda: lab.lease_holder() == b.identity, 180, "b to take the Lease")
+        wait_for(lambda: lab.lease_holder() == b.identity, timeout=180, what="b to take the Lease")
         lab.timings["Lease taken over from a stalled leader"] = time.monotonic() - stalled
-        wait_for(lambda: all(_annotations(lab)[n] for n in nodes), 120, "b to finish the pass")
+        wait_for(
+            lambda: all(_annotations(lab)[n] for n in nodes),
+            timeout=120,
+            what="b to finish the pass",
+        )
         proxy.resume()
         # a reaches the API server again: several election rounds and retry periods
-        wait_for(lambda: a.sample(PASSES, result="interrupted") >= 1, 30, "a's pass stopped")
+        wait_for(
+            lambda: a.sample(PASSES, result="interrupted") >= 1, timeout=30, what="a's pass stopped"
+        )
         time.sleep(8)
         writes = lab.all_writes()[mark:]
         a_logs = a.logs()
@@ -582,7 +619,9 @@ def test_sigterm_ends_a_long_pass_within_the_grace_period(lab: LabelerLab) -> No
     _lead(lab, c)
     mark = len(lab.all_writes())
     lab.patch_annotations(nodes, {SPEC: None})
-    wait_for(lambda: len(_by(lab.all_writes()[mark:], c, "nodes")) >= 3, 60, "c in mid-pass")
+    wait_for(
+        lambda: len(_by(lab.all_writes()[mark:], c, "nodes")) >= 3, timeout=60, what="c in mid-pass"
+    )
     at_term = len(lab.all_writes())
     started = time.monotonic()
     c.proc.send_signal(signal.SIGTERM)
@@ -627,7 +666,7 @@ def test_a_deleted_configmap_is_restored_within_seconds(lab: LabelerLab) -> None
     mark = len(lab.all_writes())
     lab.core.delete_namespaced_config_map(CONFIGMAP, NAMESPACE)
     started = time.monotonic()
-    wait_for(lambda: _configmap_data(lab) == good, 60, "the ConfigMap restored")
+    wait_for(lambda: _configmap_data(lab) == good, timeout=60, what="the ConfigMap restored")
     seconds = time.monotonic() - started
     lab.timings["deleted ConfigMap restored"] = seconds
     lab.settled_writes(quiet=1.0)

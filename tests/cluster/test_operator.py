@@ -15,17 +15,16 @@ TokenRequest token), so the chart's RBAC is what it is allowed. For each scenari
 
 NodeSet pods: the operator asks slurmrestd before it creates them, so once slurmctld runs, a real
 slurmrestd (same chroot) answers under the RestApi's Service name through
-``slinky_harness.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
+``slinky_harness.k8s.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
 then land only on nodes matching the NodeSet's selector and GPU request (kwok runs them).
 Marked ``operator``: ``nox -s cluster`` runs these only where the operator can be built (see
-``slinky_harness.operator``); elsewhere it prints one line saying why.
+``slinky_harness.k8s.operator``); elsewhere it prints one line saying why.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import json
 import logging
 import os
@@ -37,16 +36,26 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness import charts, slurm, slurm_topo, slurmdbd, umbrella
-from slinky_harness import operator as slinky_operator
-from slinky_harness.charts import load_yaml
-from slinky_harness.controlplane import Cluster
+from slinky_harness.build import slinky
+from slinky_harness.core.errors import WaitTimeout
+from slinky_harness.core.polling import wait_for
+from slinky_harness.helm import charts, umbrella
+from slinky_harness.helm.charts import load_yaml
+from slinky_harness.helm.client import Helm
+from slinky_harness.helm.values import merge
+from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.slurm import ctld as slurm
+from slinky_harness.slurm import dbd as slurmdbd
+from slinky_harness.slurm import topology as slurm_topo
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.dbd_conf import AccountingSpec, StorageConfig, operator_slurmdbd_conf
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from slinky_harness.charts import Scenario
+    from slinky_harness.helm.charts import Scenario
 
 pytestmark = pytest.mark.operator
 
@@ -60,7 +69,7 @@ EXPECTED_NOISE = ("Bad Gateway", "no such host", "connection refused", "context 
 
 @pytest.fixture(scope="module")
 def op_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    slinky_operator.ensure_operator()  # fails here, with the reason, if it cannot be built
+    slinky.ensure_operator()  # fails here, with the reason, if it cannot be built
     with Cluster.start(tmp_path_factory.mktemp("operator-cluster"), fleet=FLEET) as running:
         running.apply(support.DATA / "prerequisites.yaml")
         support.install_third_party_crds(running)
@@ -75,10 +84,10 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurmdbd.Mari
 
 
 @pytest.fixture(scope="module")
-def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> support.Helm:
-    from slinky_harness import toolchain  # noqa: PLC0415 - builds helm on first use
+def helm(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    from slinky_harness.build import toolchain  # noqa: PLC0415 - builds helm on first use
 
-    return support.Helm(toolchain.ensure("helm"), op_cluster, tmp_path_factory.mktemp("helm"))
+    return Helm(toolchain.ensure("helm"), op_cluster, tmp_path_factory.mktemp("helm"))
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +99,7 @@ def proxy() -> Iterator[slinky_operator.ServiceProxy]:
 @pytest.fixture(scope="module")
 def manager(
     op_cluster: Cluster,
-    helm: support.Helm,
+    helm: Helm,
     proxy: slinky_operator.ServiceProxy,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[slinky_operator.Manager]:
@@ -120,7 +129,7 @@ def manager(
 WEBHOOK_CACHE_RACE = re.compile(r'denied the request: ConfigMap "([^"]+)" not found')
 
 
-def install(helm: support.Helm, release: str, chart: str, *args: str) -> None:
+def install(helm: Helm, release: str, chart: str, *args: str) -> None:
     """``helm install``, retried once (as ``helm upgrade --install``) when upstream's webhook
     denied the Controller for a ConfigMap that the same install had just created: the v1.2.1
     webhook reads ConfigMaps through its informer cache, which can lag the API server by the
@@ -131,6 +140,7 @@ def install(helm: support.Helm, release: str, chart: str, *args: str) -> None:
         return
     race = WEBHOOK_CACHE_RACE.search(proc.stderr)
     namespace = args[args.index("-n") + 1]
+    assert helm.cluster is not None, "the operator tests' Helm is bound to their cluster"
     if (
         race is None
         or support.kubectl(
@@ -174,10 +184,10 @@ def accounting_daemon(  # noqa: PLR0917
     }
     if accounting["spec"].get("external"):
         name = accounting["metadata"]["name"]
-        spec = slurmdbd.AccountingSpec(
+        spec = AccountingSpec(
             name=name,
             namespace=namespace,
-            storage=slurmdbd.StorageConfig(
+            storage=StorageConfig(
                 host="", port=3306, database=f"{name.replace('-', '_')}_acct",
                 username="slurm", password_secret="", password_key="",
             ),
@@ -187,9 +197,9 @@ def accounting_daemon(  # noqa: PLR0917
             jwt_key_ref=("", ""),
         )  # fmt: skip
         password = base64.b32encode(os.urandom(10)).decode()
-        conf = slurmdbd.operator_slurmdbd_conf(spec, password)
+        conf = operator_slurmdbd_conf(spec, password)
     else:
-        spec = slurmdbd.AccountingSpec.from_object(accounting)
+        spec = AccountingSpec.from_object(accounting)
         secret = _wait_object(cluster, "secret", f"{spec.name}-accounting", namespace)
         conf = base64.b64decode(secret["data"]["slurmdbd.conf"]).decode()
         storage = spec.storage
@@ -210,7 +220,7 @@ def accounting_daemon(  # noqa: PLR0917
         yield running
 
 
-def release_objects(helm: support.Helm, release: str, namespace: str) -> list[dict[str, Any]]:
+def release_objects(helm: Helm, release: str, namespace: str) -> list[dict[str, Any]]:
     """The objects of a release as installed (``helm get manifest``)."""
     text = helm.run("get", "manifest", release, "-n", namespace).stdout
     return [d for d in yaml.safe_load_all(text) if d]
@@ -219,23 +229,13 @@ def release_objects(helm: support.Helm, release: str, namespace: str) -> list[di
 def _merged(scenario: Scenario) -> dict[str, Any]:
     """The chart's values.yaml with the scenario's values merged over it (as Helm does)."""
     defaults: dict[str, Any] = load_yaml(CLUSTER_CHART.path / "values.yaml")
-    return _with_defaults(defaults, scenario.values)
-
-
-def _with_defaults(defaults: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(defaults)
-    for key, value in (item or {}).items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _with_defaults(out[key], value)
-        else:
-            out[key] = value
-    return out
+    return merge(defaults, scenario.values)
 
 
 def expected_partitions(values: dict[str, Any]) -> dict[str, set[str]]:
     """Partition name -> NodeSet keys it holds, read from the values (the oracle)."""
     nodesets = {
-        name: _with_defaults(values["nodesetDefaults"], spec)
+        name: merge(values["nodesetDefaults"], spec)
         for name, spec in (values.get("nodesets") or {}).items()
     }
     enabled = {name for name, spec in nodesets.items() if spec.get("enabled", True)}
@@ -244,7 +244,7 @@ def expected_partitions(values: dict[str, Any]) -> dict[str, set[str]]:
         if nodesets[name]["partition"].get("enabled"):
             parts[name] = {name}
     for name, given in (values.get("partitions") or {}).items():
-        spec = _with_defaults(values.get("partitionDefaults") or {}, given)
+        spec = merge(values.get("partitionDefaults") or {}, given)
         if spec.get("enabled", True):
             wanted = spec.get("nodesets") or []
             parts[name] = set(enabled) if "ALL" in wanted else set(wanted) & enabled
@@ -255,7 +255,7 @@ def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
     """Partition -> named topology the values give it (only partitions that name one)."""
     out: dict[str, str] = {}
     for name, spec in (values.get("nodesets") or {}).items():
-        merged = _with_defaults(values["nodesetDefaults"], spec)
+        merged = merge(values["nodesetDefaults"], spec)
         if (
             merged.get("enabled", True)
             and merged["partition"].get("enabled")
@@ -263,7 +263,7 @@ def expected_partition_topology(values: dict[str, Any]) -> dict[str, str]:
         ):
             out[name] = str(merged["partition"]["topology"])
     for name, given in (values.get("partitions") or {}).items():
-        merged = _with_defaults(values.get("partitionDefaults") or {}, given)
+        merged = merge(values.get("partitionDefaults") or {}, given)
         if merged.get("enabled", True) and merged.get("topology"):
             out[name] = str(merged["topology"])
     return out
@@ -325,22 +325,15 @@ def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict
         proc = support.kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "yaml")
         return yaml.safe_load(proc.stdout) if proc.returncode == 0 else None
 
-    found = None
-
-    def missing() -> bool:
-        nonlocal found
-        found = fetch()
-        return found is None
-
-    support.wait_for(missing, 60, f"the operator to create {kind}/{name} in {namespace}")
-    assert found is not None
-    return found
+    return wait_for(
+        fetch, timeout=60, what=f"the operator to create {kind}/{name} in {namespace}", every=0.5
+    )
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
-    helm: support.Helm,
+    helm: Helm,
     manager: slinky_operator.Manager,
     proxy: slinky_operator.ServiceProxy,
     database: slurmdbd.MariaDB,
@@ -355,10 +348,12 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
         # The next scenario needs the GPUs back: wait until the pods the operator made for this
         # release's NodeSets are gone too (garbage collection follows the NodeSets' deletion).
         helm.run("uninstall", "sc", "-n", namespace, "--wait", "--timeout", "60s", check=False)
-        support.wait_for(
-            lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
-            120,
-            f"the pods in {namespace} to be deleted",
+        wait_for(
+            lambda: not (op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"]),
+            timeout=120,
+            what=f"the pods in {namespace} to be deleted",
+            every=0.5,
+            detail=lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
         )
 
     request.addfinalizer(uninstall)
@@ -385,7 +380,7 @@ def umbrella_chart(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 @pytest.mark.parametrize("case", list(UMBRELLA_CASES))
 def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
-    helm: support.Helm,
+    helm: Helm,
     manager: slinky_operator.Manager,
     proxy: slinky_operator.ServiceProxy,
     database: slurmdbd.MariaDB,
@@ -407,10 +402,12 @@ def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 -
 
     def uninstall() -> None:
         helm.run("uninstall", "umb", "-n", namespace, "--wait", "--timeout", "60s", check=False)
-        support.wait_for(
-            lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
-            120,
-            f"the pods in {namespace} to be deleted",
+        wait_for(
+            lambda: not (op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"]),
+            timeout=120,
+            what=f"the pods in {namespace} to be deleted",
+            every=0.5,
+            detail=lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
         )
         for other in extra:
             support.kubectl(op_cluster, "delete", "namespace", other, "--wait=false")
@@ -428,8 +425,8 @@ def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 -
         "-f", str(values), "-f", str(overrides),
     )  # fmt: skip
     objects = release_objects(helm, "umb", namespace)
-    cluster_values = _with_defaults(
-        _with_defaults(
+    cluster_values = merge(
+        merge(
             load_yaml(CLUSTER_CHART.path / "values.yaml"),
             UMBRELLA_DEFAULTS.get("slurm-cluster") or {},
         ),
@@ -530,7 +527,7 @@ def reconcile_and_load(  # noqa: PLR0917
             proxy.route(service, ctld.start_slurmrestd())
             for nodeset in nodesets:
                 assert_nodeset_pods_placed(op_cluster, namespace, nodeset)
-        records = slurm.parse_records(ctld.scontrol("show", "partition", "-o"))
+        records = parse_records(ctld.scontrol("show", "partition", "-o"))
         shown_topology = {
             r["PartitionName"]: r.get("Topology", "") for r in records if "PartitionName" in r
         }
@@ -628,8 +625,14 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
 
     if replicas or daemonset:
         try:
-            support.wait_for(settled, 180, f"NodeSet {name}'s pods to be created and scheduled")
-        except AssertionError as exc:
+            wait_for(
+                lambda: not settled(),
+                timeout=180,
+                what=f"NodeSet {name}'s pods to be created and scheduled",
+                every=0.5,
+                detail=settled,
+            )
+        except WaitTimeout as exc:
             raise AssertionError(f"{exc}\nall pods:\n{everything()}") from None
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for pod in _pods_of(cluster, namespace, name):
@@ -648,7 +651,7 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
 def partitions_of(ctld: slurm.SlurmCtld) -> dict[str, set[str]]:
     """Partition -> node names, from ``scontrol show partition`` (empty partitions included)."""
     out: dict[str, set[str]] = {}
-    for record in slurm.parse_records(ctld.scontrol("show", "partition", "-o")):
+    for record in parse_records(ctld.scontrol("show", "partition", "-o")):
         if "PartitionName" not in record:  # "No partitions in the system"
             continue
         nodes = record.get("Nodes", "")

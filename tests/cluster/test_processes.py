@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from slinky_harness.core import processes
 from slinky_harness.core.processes import die_with_parent
 
 if TYPE_CHECKING:
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
 CHILD = """
 import sys, time
 from pathlib import Path
-from slinky_harness.controlplane import Cluster
+from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.core.processes import install_sigterm_as_interrupt
-from slinky_harness.operator import run_process
+from slinky_harness.k8s.operator import run_process
 
 work = Path(sys.argv[1])
 install_sigterm_as_interrupt()
@@ -47,8 +48,8 @@ PYTEST_CHILD = """
 import sys, time
 from pathlib import Path
 import pytest
-from slinky_harness.controlplane import Cluster
-from slinky_harness.operator import run_process
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.operator import run_process
 
 @pytest.fixture
 def running(tmp_path_factory):
@@ -62,24 +63,6 @@ def test_sleeps(running):
     (running / "ready").write_text("ready")
     time.sleep(600)
 """
-
-
-def processes_mentioning(path: Path) -> list[int]:
-    """Live (not zombie) processes whose command line holds ``path``."""
-    marker = str(path).encode()
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if marker not in (proc / "cmdline").read_bytes():
-                continue
-            if (proc / "stat").read_text().rsplit(") ", 1)[-1].startswith("Z"):
-                continue
-        except OSError:
-            continue
-        found.append(int(proc.name))
-    return found
 
 
 def _child_argv(kind: str, tmp_path: Path, work: Path) -> list[str]:
@@ -136,17 +119,17 @@ def test_a_stopped_run_leaves_no_process(
             assert child.poll() is None, (tmp_path / "child.log").read_text()
             assert time.monotonic() < deadline, "the child's cluster did not start in 120 s"
             time.sleep(0.2)
-        before = processes_mentioning(work)
+        before = sorted(processes.mentioning(work))
         # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, the stand-in.
         assert len(before) >= 6, before
         began = time.monotonic()
         for sig in signals:
             child.send_signal(sig)
         child.wait(timeout=60)
-        left = processes_mentioning(work)
+        left = sorted(processes.mentioning(work))
         while left and time.monotonic() - began < 15:
             time.sleep(0.1)
-            left = processes_mentioning(work)
+            left = sorted(processes.mentioning(work))
         took = time.monotonic() - began
         cmdlines = {pid: _cmdline(pid) for pid in left}
         assert left == [], f"{len(left)} processes left {took:.1f}s after {signals}: {cmdlines}"
@@ -160,7 +143,7 @@ def test_a_stopped_run_leaves_no_process(
             child.kill()
             child.wait()
         log.close()
-        for pid in processes_mentioning(work):
+        for pid in sorted(processes.mentioning(work)):
             os.kill(pid, signal.SIGKILL)
 
 

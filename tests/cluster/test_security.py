@@ -25,8 +25,9 @@ from tests.cluster import charts_support as support
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from slinky_harness.charts import Scenario
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.charts import Scenario
+    from slinky_harness.helm.client import Helm
+    from slinky_harness.k8s.cluster import Cluster
 
 SCENARIOS = support.chart_scenarios()
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob", "Pod", "ReplicaSet"}
@@ -37,12 +38,6 @@ RESTRICTED = {
     "pod-security.kubernetes.io/warn-version": "latest",
 }
 POD_CHARTS = ["gpu-topology-labeler", "slurm-bridge", "slurm-operator"]
-
-
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster) -> None:
-    support.install_third_party_crds(cluster)
-    support.ensure_slinky_crds(cluster)
 
 
 @pytest.fixture
@@ -93,7 +88,7 @@ def _dry_run(
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_server_side_dry_run_accepts_every_manifest(
-    cluster: Cluster, helm4: support.Helm, crds: None, namespace: str, scenario: Scenario
+    cluster: Cluster, helm4: Helm, crds: None, namespace: str, scenario: Scenario
 ) -> None:
     docs = support.render(helm4, scenario.chart, support.values_files(scenario), "dry", namespace)
     assert docs
@@ -111,7 +106,7 @@ POD_SCENARIOS = [s for s in SCENARIOS if s.chart in POD_CHARTS]
 
 @pytest.mark.parametrize("scenario", POD_SCENARIOS, ids=[s.id for s in POD_SCENARIOS])
 def test_pod_templates_meet_restricted_without_warnings(
-    cluster: Cluster, helm4: support.Helm, crds: None, restricted: str, scenario: Scenario
+    cluster: Cluster, helm4: Helm, crds: None, restricted: str, scenario: Scenario
 ) -> None:
     docs = support.render(helm4, scenario.chart, support.values_files(scenario), "pss", restricted)
     workloads = [d for d in docs if d["kind"] in WORKLOAD_KINDS]
@@ -126,7 +121,7 @@ def test_pod_templates_meet_restricted_without_warnings(
 @pytest.mark.usefixtures("crds")
 @pytest.mark.parametrize("chart_name", [*POD_CHARTS, "slurm-cluster"])
 def test_default_release_pods_are_admitted_in_restricted_namespace(
-    cluster: Cluster, helm4: support.Helm, restricted: str, core: Any, chart_name: str
+    cluster: Cluster, helm4: Helm, restricted: str, core: Any, chart_name: str
 ) -> None:
     """The pods really run there (``--wait``), and so do the ``helm test`` pods."""
     if chart_name == "slurm-operator":
@@ -186,7 +181,7 @@ def _slurmd_pod(nodeset: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_slurmd_pod_of_nodeset_is_rejected_in_restricted_namespace(
-    cluster: Cluster, helm4: support.Helm, crds: None, restricted: str
+    cluster: Cluster, helm4: Helm, crds: None, restricted: str
 ) -> None:
     """slurm-cluster README, Security: slurmd runs privileged, so not "restricted" (nor baseline)."""
     readme = (support.CHARTS["slurm-cluster"].path / "README.md").read_text()
@@ -232,7 +227,7 @@ RBAC_CASES = [
 
 
 @pytest.fixture(scope="module")
-def rbac_releases(cluster: Cluster, helm4: support.Helm, crds: None, core: Any) -> Iterator[str]:
+def rbac_releases(cluster: Cluster, helm4: Helm, crds: None, core: Any) -> Iterator[str]:
     """Every chart with default values in one namespace, release name ``rbac``."""
     name = "rbac-expectations"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))

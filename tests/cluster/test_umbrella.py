@@ -17,12 +17,13 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness import charts, umbrella
+from slinky_harness.helm import charts, umbrella
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.controlplane import Cluster
+    from slinky_harness.helm.client import Helm
+    from slinky_harness.k8s.cluster import Cluster
 
 PROFILES = charts.profiles()
 CASES: dict[str, dict[str, Any]] = {
@@ -77,7 +78,7 @@ def topology_configmap(profile: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_umbrella_install_test_uninstall(
-    cluster: Cluster, helm4: support.Helm, setup: Setup, namespace: str, case: str
+    cluster: Cluster, helm4: Helm, setup: Setup, namespace: str, case: str
 ) -> None:
     profile = CASES[case]
     values = setup.values_dir / f"{case.replace('/', '-')}.yaml"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from slinky_harness import charts, release
+from slinky_harness.apps import release
+from slinky_harness.helm import charts
 
 CHARTS = charts.discover_charts()
 

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from slinky_harness import charts, helm, toolchain
+from slinky_harness.build import toolchain
+from slinky_harness.core import paths
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
 
 CHARTS = charts.discover_charts()
-REPO = toolchain.REPO_ROOT
+REPO = paths.REPO_ROOT
 
 
 def _lint_cases() -> list[Any]:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness import charts, toolchain
+from slinky_harness.build import toolchain
+from slinky_harness.helm import charts
 from slinky_topology.crdgen import cli as crdgen
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from slinky_harness import charts
+from slinky_harness.helm import charts
 
 CHARTS = charts.discover_charts()
 REQUIRED_FILES = (

@@ -1,7 +1,7 @@
 """The example umbrella chart and the ``values/`` profiles: helm lint and static shape.
 
 helm lint --strict (Helm 4 and Helm 3, subcharts included) runs on a temporary build of the
-umbrella (``slinky_harness.umbrella.build``), with its defaults and with every profile.
+umbrella (``slinky_harness.helm.umbrella.build``), with its defaults and with every profile.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from slinky_harness import charts, helm, toolchain, umbrella
+from slinky_harness.core import paths
+from slinky_harness.helm import charts, umbrella
+from slinky_harness.helm import client as helm
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -78,9 +80,7 @@ def test_build_output_is_ignored_by_git() -> None:
         "examples/umbrella/charts/slurm-cluster-0.1.0.tgz",
         "examples/umbrella/Chart.lock",
     ):
-        proc = subprocess.run(
-            ["git", "check-ignore", "-q", path], cwd=toolchain.REPO_ROOT, check=False
-        )
+        proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=paths.REPO_ROOT, check=False)
         assert proc.returncode == 0, f"{path} is not gitignored"
 
 

@@ -8,8 +8,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from slinky_harness import charts, helm
-from slinky_harness.manifests import walk
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s.manifests import walk
 
 CHARTS = charts.discover_charts()
 DRAFT7 = "http://json-schema.org/draft-07/schema#"

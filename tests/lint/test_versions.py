@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from slinky_harness import charts
-from slinky_harness.toolchain import REPO_ROOT
+from slinky_harness.core.paths import REPO_ROOT
+from slinky_harness.helm import charts
 
 CHARTS = charts.discover_charts()
 TARGET = "origin/main"

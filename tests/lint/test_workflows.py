@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from slinky_harness import image, publish, toolchain
+from slinky_harness.apps import publish
+from slinky_harness.build import image, toolchain
+from slinky_harness.core import paths
 
-REPO = toolchain.REPO_ROOT
+REPO = paths.REPO_ROOT
 WORKFLOWS = REPO / ".github" / "workflows"
 ARTIFACTHUB = REPO / ".github" / "artifacthub-repo.yml"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
@@ -266,7 +268,7 @@ def test_the_release_runs_on_a_version_tag_and_publishes_what_the_charts_name() 
     release = _workflows()["release.yaml"]
     assert _triggers(release) == {"push": {"tags": ["v*"]}}
     jobs = release["jobs"]
-    assert "python -m slinky_harness.publish check" in _runs(jobs["plan"])
+    assert "python -m slinky_harness.apps.publish check" in _runs(jobs["plan"])
     charts = _runs(jobs["charts"])
     for command in (
         "python -m nox -s package",
@@ -283,7 +285,7 @@ def test_the_release_runs_on_a_version_tag_and_publishes_what_the_charts_name() 
     assert build["with"]["file"] == "Dockerfile"
     assert 'cosign sign --yes "$IMAGE@$DIGEST"' in _runs(jobs["image"])
     final = _runs(jobs["github-release"])
-    assert "python -m slinky_harness.publish notes" in final and "gh release create" in final
+    assert "python -m slinky_harness.apps.publish notes" in final and "gh release create" in final
     assert set(jobs["github-release"]["needs"]) == {"plan", "charts", "image"}
     assert publish.PLATFORMS == ("linux/amd64", "linux/arm64")
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from slinky_harness.toolchain import REPO_ROOT
+from slinky_harness.core.paths import REPO_ROOT
 
 
 def test_yamllint() -> None:

@@ -3,7 +3,7 @@
 A scenario is the defaults, a ``ci/*-values.yaml`` file, or a ``values/`` profile block. Each
 render is validated strictly (built-in kinds against the Kubernetes OpenAPI schema of that
 version, custom resources against their CRDs) and must hold every invariant of
-:mod:`slinky_harness.manifests`.
+:mod:`slinky_harness.k8s.manifests`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from slinky_harness import charts, helm, kubeschema, manifests
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import manifests
+from slinky_harness.k8s import schemas as kubeschema
 
 SENTINEL_REGISTRY = "registry.suite.invalid"
 NEWEST = kubeschema.newest_version()

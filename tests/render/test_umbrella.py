@@ -1,8 +1,8 @@
 """The example umbrella chart (``examples/umbrella``) and the ``values/`` profiles through it.
 
-The umbrella is built once per session in a temporary copy (``slinky_harness.umbrella.build``).
+The umbrella is built once per session in a temporary copy (``slinky_harness.helm.umbrella.build``).
 Every render goes through the same strict checks as the per-chart render tier (Kubernetes OpenAPI
-and CRD schemas, every invariant of :mod:`slinky_harness.manifests`), plus what only a parent chart
+and CRD schemas, every invariant of :mod:`slinky_harness.k8s.manifests`), plus what only a parent chart
 can show: the four charts together have no name collisions, every name is scoped to the release,
 ``global.imageRegistry`` and ``global.imagePullSecrets`` reach every image and pod of every subchart,
 and a subchart renders exactly what the chart renders alone with the same values.
@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from slinky_harness import charts, helm, kubeschema, manifests, umbrella
+from slinky_harness.helm import charts, umbrella
+from slinky_harness.helm import client as helm
+from slinky_harness.helm.values import merge
+from slinky_harness.k8s import manifests
+from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,16 +54,6 @@ def with_globals(values: dict[str, Any]) -> dict[str, Any]:
     glob["imageRegistry"] = SENTINEL_REGISTRY
     glob["imagePullSecrets"] = [SENTINEL_SECRET]
     return result
-
-
-def merge(base: Any, override: Any) -> Any:
-    """Helm's values coalescing: maps merge key by key, anything else (lists too) replaces."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        result = dict(base)
-        for key, value in override.items():
-            result[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
-        return result
-    return copy.deepcopy(override)
 
 
 def pull_secret_problems(docs: list[Doc]) -> list[str]:

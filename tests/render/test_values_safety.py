@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from slinky_harness import charts, helm, kubeschema
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import schemas as kubeschema
 
 CHARTS = {c.name: c for c in charts.discover_charts()}
 NEWEST = kubeschema.newest_version()

@@ -1,13 +1,13 @@
 """Fixtures of the real-Slurm tier: one Slurm 26.05 chroot per machine, one slurmctld per test.
 
 The chroot (Debian sid, debootstrap) is built once per machine by
-``slinky_harness.slurm.ensure_chroot`` into
+``slinky_harness.build.slurm_chroot.ensure_chroot`` into
 ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/`` and reused by every later session.
 The tier needs Linux and root; elsewhere it is skipped, unless ``SLINKY_REQUIRE_SLURM=1`` (CI) turns
 the skip into a failure. Every test in this folder gets the ``slurm`` marker. The terminal summary
 reports the chroot time (cold build or warm reuse) and controller start-up times.
 
-Accounting: ``slurm_db`` is one private MariaDB per session (:func:`slinky_harness.slurmdbd.mariadb`,
+Accounting: ``slurm_db`` is one private MariaDB per session (:func:`slinky_harness.slurm.dbd.mariadb`,
 about 2-4 s); ``sched_cluster`` starts, per test, slurmdbd (operator's slurmdbd.conf for the rendered
 Accounting, a fresh database), slurmctld on slurm-cluster's rendered slurm.conf lines and emulated
 slurmd (see ``scheduling_support``); their start-up times are in the summary too.
@@ -27,17 +27,25 @@ import pytest
 from tests.slurm import scheduling_support as sched
 from tests.worker_summary import records
 
-from slinky_harness.slurm import chroot_info, ensure_chroot, slurmctld
-from slinky_harness.slurm_chroot import CHROOT_ENV, SLURM_SERIES, SUITE, cache_root
-from slinky_harness.slurmdbd import mariadb
+from slinky_harness.build.slurm_chroot import (
+    CHROOT_ENV,
+    SLURM_SERIES,
+    SUITE,
+    cache_root,
+    chroot_info,
+    ensure_chroot,
+)
+from slinky_harness.slurm.ctld import slurmctld
+from slinky_harness.slurm.dbd import mariadb
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
     from contextlib import AbstractContextManager
     from typing import Any
 
-    from slinky_harness.slurm import ConfigFiles, CtldFactory, SlurmCtld
-    from slinky_harness.slurmdbd import MariaDB
+    from slinky_harness.slurm.conf import ConfigFiles
+    from slinky_harness.slurm.ctld import CtldFactory, SlurmCtld
+    from slinky_harness.slurm.dbd import MariaDB
 
     ClusterFactory = Callable[..., AbstractContextManager[sched.Cluster]]
 

@@ -4,7 +4,7 @@
 operator would put into slurm.conf from the chart: ``Controller.spec.extraConf`` (scheduling preset and
 overrides, GPU lines, the user's slurm.conf values) verbatim, and the NodeSet's name, partition
 options and slurmd ``--conf`` (``Gres=gpu:N``). :func:`cluster` starts, on that, a slurmctld with
-``accounting_storage/slurmdbd`` (slurmdbd from :func:`slinky_harness.slurmdbd.release_accounting`:
+``accounting_storage/slurmdbd`` (slurmdbd from :func:`slinky_harness.slurm.dbd.release_accounting`:
 the operator's slurmdbd.conf for the rendered Accounting) and one emulated slurmd per node, named
 like the NodeSet's pods (``compute-0``, ...). The operator's own part of slurm.conf (hosts, ports,
 auth, paths) is the harness's; its NodeSet lines are written here as the operator writes them
@@ -25,15 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from tests import worker_summary
 
-from slinky_harness import helm
-from slinky_harness.slurm import emulated_nodes, parse_records, slurmctld
-from slinky_harness.slurmdbd import release_accounting
+from slinky_harness.helm import client as helm
+from slinky_harness.slurm.conf import emulated_nodes, parse_records
+from slinky_harness.slurm.ctld import slurmctld
+from slinky_harness.slurm.dbd import release_accounting
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
-    from slinky_harness.slurm import SlurmCtld
-    from slinky_harness.slurmdbd import MariaDB, Slurmdbd
+    from slinky_harness.slurm.ctld import SlurmCtld
+    from slinky_harness.slurm.dbd import MariaDB, Slurmdbd
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "slurm-cluster"
 NODE_CPUS = 2
@@ -59,18 +60,6 @@ across xdist workers)."""
 def proof(what: str, outcome: str) -> None:
     """Record what a test measured (job states, reasons, latencies, factors) for the summary."""
     PROOFS.append(f"{what}: {outcome}")
-
-
-def merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """Values layers merged key by key (later wins; maps merge, everything else replaces)."""
-    out: dict[str, Any] = {}
-    for layer in layers:
-        for key, value in layer.items():
-            if isinstance(value, dict) and isinstance(out.get(key), dict):
-                out[key] = merge(out[key], value)
-            else:
-                out[key] = value
-    return out
 
 
 def conf_settings(text: str) -> dict[str, str]:

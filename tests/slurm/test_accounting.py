@@ -1,7 +1,7 @@
 """Accounting with real slurmdbd 26.05 and MariaDB, configured from what slurm-cluster renders.
 
 slurmdbd runs the slurmdbd.conf the Slinky operator writes for the rendered ``Accounting`` object
-(:func:`slinky_harness.slurmdbd.operator_slurmdbd_conf`), with the chart's storage settings and the
+(:func:`slinky_harness.slurm.dbd_conf.operator_slurmdbd_conf`), with the chart's storage settings and the
 database password Secret; slurmctld runs with ``accounting_storage/slurmdbd`` on the chart's
 slurm.conf lines. Also: a user's first job with the chart's defaults (no account created first).
 """
@@ -15,20 +15,18 @@ import pytest
 import yaml
 from tests.slurm import scheduling_support as sched
 
-from slinky_harness.slurm import SlurmCommandError, slurmctld
-from slinky_harness.slurmdbd import (
-    AccountingSpec,
-    mariadb,
-    operator_slurmdbd_conf,
-    release_accounting,
-)
+from slinky_harness.core.polling import wait_for
+from slinky_harness.helm.values import merge
+from slinky_harness.slurm.ctld import SlurmCommandError, slurmctld
+from slinky_harness.slurm.dbd import mariadb, release_accounting
+from slinky_harness.slurm.dbd_conf import AccountingSpec, operator_slurmdbd_conf
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from tests.slurm.conftest import ClusterFactory
 
-    from slinky_harness.slurmdbd import MariaDB
+    from slinky_harness.slurm.dbd import MariaDB
 
 CI = sched.CHART / "ci"
 ACCOUNTING_ON: dict[str, Any] = {"accounting": {"enabled": True}}
@@ -118,15 +116,18 @@ def test_the_ci_accounting_scenario_runs_and_records_jobs(sched_cluster: Cluster
 
 def _sacct_until(c: sched.Cluster, job_id: str, fields: tuple[str, ...]) -> dict[str, str]:
     """The job's sacct record once slurmdbd has it in its final state (records arrive async)."""
-    import time  # noqa: PLC0415
 
-    deadline = time.monotonic() + 30
-    while True:
-        rows = [r for r in sched.sacct_rows(c.ctld, fields, "-j", job_id) if r["JobID"] == job_id]
-        if rows and rows[0].get("State", "COMPLETED") not in {"PENDING", "RUNNING"}:
-            return rows[0]
-        assert time.monotonic() < deadline, f"sacct has no final record of job {job_id}: {rows}"
-        time.sleep(0.2)
+    def rows() -> list[dict[str, str]]:
+        return [r for r in sched.sacct_rows(c.ctld, fields, "-j", job_id) if r["JobID"] == job_id]
+
+    def final() -> dict[str, str] | None:
+        found = rows()
+        done = found and found[0].get("State", "COMPLETED") not in {"PENDING", "RUNNING"}
+        return found[0] if done else None
+
+    return wait_for(
+        final, timeout=30, what=f"a final sacct record of job {job_id}", every=0.2, detail=rows
+    )
 
 
 @pytest.mark.parametrize("preset", ["fairshare", "fifo", "none"])
@@ -137,7 +138,7 @@ def test_a_users_first_job_runs_with_the_chart_defaults(
 
     The presets enforce nothing that needs an association (``scheduling.accountingEnforce`` opts
     in); fairshare is the default preset."""
-    values: dict[str, Any] = sched.merge(ACCOUNTING_ON, {"scheduling": {"preset": preset}})
+    values: dict[str, Any] = merge(ACCOUNTING_ON, {"scheduling": {"preset": preset}})
     if preset == "fairshare":
         values = dict(ACCOUNTING_ON)  # the chart's own default
     with sched_cluster(values, nodes=1) as c:
@@ -160,7 +161,7 @@ def test_enforcing_associations_needs_the_readme_accounts_first(
 ) -> None:
     """With ``accountingEnforce`` (here the ci scenario's flags) a user needs an association:
     the README's two ``sacctmgr`` commands are exactly what makes the first job run."""
-    values = sched.merge(ACCOUNTING_ON, {"scheduling": {"accountingEnforce": sorted(ENFORCING)}})
+    values = merge(ACCOUNTING_ON, {"scheduling": {"accountingEnforce": sorted(ENFORCING)}})
     with sched_cluster(values, nodes=1) as c:
         assert c.rendered.enforce() == ENFORCING
         with pytest.raises(SlurmCommandError, match="Invalid account"):
@@ -178,7 +179,7 @@ def test_sacct_records_every_job(sched_cluster: ClusterFactory) -> None:
     """Every job (completed, failed, cancelled while pending) is in ``sacct`` with its user,
     account, QoS, node list and, for GPU jobs, ``gres/gpu`` in its TRES (the chart sets
     ``AccountingStorageTRES=gres/gpu`` for GPU NodeSets with accounting on)."""
-    with sched_cluster(sched.merge(ACCOUNTING_ON, sched.GPU_VALUES)) as c:
+    with sched_cluster(merge(ACCOUNTING_ON, sched.GPU_VALUES)) as c:
         assert c.rendered.settings["AccountingStorageTRES"] == "gres/gpu"
         gpus = c.rendered.gpus_per_node
         for account, user in (("physics", "alice"), ("chemistry", "bob")):

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from slinky_harness.slurm import check_load, parse_records
-from slinky_harness.slurm_topo import (
+from slinky_harness.slurm.check import check_load
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,
     assert_blocks_match,
@@ -34,7 +35,7 @@ from slinky_topology import cli
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.slurm import CtldFactory
+    from slinky_harness.slurm.ctld import CtldFactory
 
 BASE = 4
 SPLIT_FABRIC = f"""\

@@ -28,8 +28,9 @@ import jsonschema
 import pytest
 import yaml
 
-from slinky_harness.slurm import LoadResult, check_load, parse_records
-from slinky_harness.slurm_topo import (
+from slinky_harness.slurm.check import LoadResult, check_load
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,
     assert_blocks_match,
@@ -45,7 +46,7 @@ from slinky_topology import cli
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from slinky_harness.slurm import CtldFactory, SlurmCtld
+    from slinky_harness.slurm.ctld import CtldFactory, SlurmCtld
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FABRICS = DATA / "fabrics"

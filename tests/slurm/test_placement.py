@@ -1,6 +1,6 @@
 """Placement quality with real jobs on emulated slurmd (issue 6 item 8).
 
-One fixed, seeded job mix (``slinky_harness.placement``: 40 jobs of 2-16 nodes, arriving faster
+One fixed, seeded job mix (``slinky_harness.apps.placement``: 40 jobs of 2-16 nodes, arriving faster
 than they finish so the free nodes fragment) runs three times on one emulated slurmd per node of
 ``tests/data/fabrics/nvl72-racks.yaml`` (4 GB200 NVL72-style racks of 18 nodes under 2 leaves,
 72 slurmd): with the generated block topology (``--segment``), with the generated tree
@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.placement import (
-    DEFAULT_FABRIC,
+from slinky_harness.apps.placement import (
     JOBS,
     MODES,
     SEED,
@@ -25,24 +24,13 @@ from slinky_harness.placement import (
     main,
     run_mix,
 )
-from slinky_harness.slurm import chroot_info
+from slinky_harness.build.slurm_chroot import chroot_info
+from slinky_harness.core.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-
-def test_job_mix_is_fixed_by_its_seed() -> None:
-    mix = job_mix(SEED, JOBS)
-    assert mix == job_mix(SEED, JOBS)
-    assert mix != job_mix(SEED + 1, JOBS)
-    assert all(2 <= j.size <= 16 for j in mix)
-    assert [j.arrival_s for j in mix] == sorted(j.arrival_s for j in mix)
-
-
-def test_main_usage_errors() -> None:
-    assert main(["--modes", "mesh"]) == 2
-    assert main(["--jobs", "0"]) == 2
-    assert main(["--no-such-option"]) == 2
+FABRIC = REPO_ROOT / "tests" / "data" / "fabrics" / "nvl72-racks.yaml"
 
 
 def test_generated_topology_places_jobs_at_least_as_well_as_none(
@@ -53,7 +41,7 @@ def test_generated_topology_places_jobs_at_least_as_well_as_none(
     ``--segment=<job size>`` keeps every job in one base block."""
     if not chroot_info(slurm_root).emulator:
         pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
-    units = fabric_units(DEFAULT_FABRIC)
+    units = fabric_units(FABRIC)
     assert len(units.nodes) >= 64
     assert len(set(units.block.values())) >= 4 and len(set(units.leaf.values())) >= 2
     jobs = job_mix(SEED, JOBS)
@@ -76,11 +64,13 @@ def test_generated_topology_places_jobs_at_least_as_well_as_none(
 def test_main_prints_figures_and_writes_json(
     slurm_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``python -m slinky_harness.placement`` (a short run: 4 jobs, block mode only)."""
+    """``python -m slinky_harness.apps.placement`` (a short run: 4 jobs, block mode only)."""
     if not chroot_info(slurm_root).emulator:
         pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
     out = tmp_path / "placement.json"
-    assert main(["--modes", "block", "--jobs", "4", "--json", str(out)]) == 0
+    assert (
+        main(["--fabric", str(FABRIC), "--modes", "block", "--jobs", "4", "--json", str(out)]) == 0
+    )
     printed = capsys.readouterr().out
     assert "block" in printed and "4/4" in printed, printed
     data = json.loads(out.read_text())

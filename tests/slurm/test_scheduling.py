@@ -11,20 +11,21 @@ Nodes: two (unless a test says otherwise), ``NODE_CPUS`` CPUs and two GPUs each 
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests.slurm import scheduling_support as sched
 
+from slinky_harness.core.polling import wait_for
 from slinky_harness.core.progress import heartbeat
-from slinky_harness.slurm import SlurmCommandError
+from slinky_harness.helm.values import merge
+from slinky_harness.slurm.ctld import SlurmCommandError
 
 if TYPE_CHECKING:
     from tests.slurm.conftest import ClusterFactory
 
-BASE: dict[str, Any] = sched.merge({"accounting": {"enabled": True}}, sched.GPU_VALUES)
+BASE: dict[str, Any] = merge({"accounting": {"enabled": True}}, sched.GPU_VALUES)
 """The chart's defaults (preset ``fairshare``) with accounting on and two GPUs per node."""
 SLEEP = "sleep 600"
 """A job that runs until the test cancels it (or preemption ends it)."""
@@ -33,17 +34,6 @@ SLEEP = "sleep 600"
 def when(stamp: str) -> datetime:
     """A ``scontrol show job`` time (``2026-12-01T10:03:10``)."""
     return datetime.fromisoformat(stamp)
-
-
-def wait_for(what: str, check: Any, timeout: float = 60.0, every: float = 0.2) -> Any:
-    """Poll ``check()`` until it returns something true; that value. Fails after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
-        time.sleep(every)
 
 
 # --- dependencies ---------------------------------------------------------------------------------
@@ -76,7 +66,7 @@ def test_dependencies(sched_cluster: ClusterFactory, overrides: dict[str, Any]) 
     an unsatisfiable one is cancelled when ``DependencyParameters`` has ``kill_invalid_depend``,
     else it stays pending (DependencyNeverSatisfied); ``singleton`` waits for the same user's
     job of the same name only."""
-    with sched_cluster(sched.merge(BASE, overrides)) as c:
+    with sched_cluster(merge(BASE, overrides)) as c:
         kill = "kill_invalid_depend" in sched.param_list(
             c.rendered.settings.get("DependencyParameters", "")
         )
@@ -100,9 +90,16 @@ def test_dependencies(sched_cluster: ClusterFactory, overrides: dict[str, Any]) 
                 record = c.wait(job_id, "CANCELLED")
                 assert record["Reason"] == "DependencyNeverSatisfied", record
             else:
+
+                def refused(j: str = job_id) -> dict[str, str] | None:
+                    record = c.job(j)
+                    return record if record["Reason"] == "DependencyNeverSatisfied" else None
+
                 record = wait_for(
-                    f"{kind} on a parent that ended {'ok' if ok else 'failed'} to be refused",
-                    lambda j=job_id: (r := c.job(j))["Reason"] == "DependencyNeverSatisfied" and r,
+                    refused,
+                    timeout=60.0,
+                    what=f"{kind} on a parent that ended {'ok' if ok else 'failed'} to be refused",
+                    every=0.2,
                 )
                 assert record["JobState"] == "PENDING", record
         if not kill:
@@ -158,7 +155,7 @@ def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
     """Per-account ``GrpTRES`` (GPUs) and ``MaxJobs`` hold while other GPUs and CPUs are free;
     with ``safe`` a job that could exceed ``GrpTRESMins`` never starts; with ``qos`` a QoS the
     association does not list is refused at submission."""
-    with sched_cluster(sched.merge(BASE, {"scheduling": {"accountingEnforce": enforce}})) as c:
+    with sched_cluster(merge(BASE, {"scheduling": {"accountingEnforce": enforce}})) as c:
         flags = c.rendered.enforce()
         assert flags == set(enforce)
         c.sacctmgr("add", "qos", "high")
@@ -177,7 +174,12 @@ def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
         assert c.wait(first, "RUNNING")["JobState"] == "RUNNING"
         over = c.submit("-A", "vision", "--gres=gpu:1", "--wrap", SLEEP, user="bob")
         assert grp_gpus + 1 > grp_gpus and gpus_total - grp_gpus >= 1  # limit, not resources
-        wait_for("AssocGrpGRES", lambda: c.job(over)["Reason"] == "AssocGrpGRES")
+        wait_for(
+            lambda: c.job(over)["Reason"] == "AssocGrpGRES",
+            timeout=60.0,
+            what="AssocGrpGRES",
+            every=0.2,
+        )
         c.hold_state(over, "PENDING", 2)
 
         # MaxJobs=1: carol's second job waits while a CPU is free
@@ -186,7 +188,12 @@ def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
         for job_id in running:
             c.wait(job_id, "RUNNING")
         extra = c.submit("-A", "batch", "--wrap", SLEEP, user="carol")
-        wait_for("AssocMaxJobsLimit", lambda: c.job(extra)["Reason"] == "AssocMaxJobsLimit")
+        wait_for(
+            lambda: c.job(extra)["Reason"] == "AssocMaxJobsLimit",
+            timeout=60.0,
+            what="AssocMaxJobsLimit",
+            every=0.2,
+        )
         c.hold_state(extra, "PENDING", 2)
 
         # GrpTRESMins=cpu=1: a 2 CPU-minute job could exceed it; "safe" never starts it
@@ -194,8 +201,12 @@ def test_limits(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
         big = c.submit("-A", "tiny", "-n", "1", "-t", str(cpu_minutes + 1), "--wrap", "true",
                        user="dave")  # fmt: skip
         if "safe" in flags:
-            wait_for("AssocGrpCPUMinutesLimit",
-                     lambda: c.job(big)["Reason"] == "AssocGrpCPUMinutesLimit")  # fmt: skip
+            wait_for(
+                lambda: c.job(big)["Reason"] == "AssocGrpCPUMinutesLimit",
+                timeout=60.0,
+                what="AssocGrpCPUMinutesLimit",
+                every=0.2,
+            )
             c.hold_state(big, "PENDING", 2)
             c.cancel(big)
         else:
@@ -275,9 +286,9 @@ def test_qos_preemption(
     whole memory (no ``--mem``: neither chart nor operator sets ``DefMemPerCPU``) is never
     suspended. ``slurmConf.extra.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps those tests short.
     """
-    values = sched.merge(BASE, {"scheduling": scheduling})
+    values = merge(BASE, {"scheduling": scheduling})
     if "SUSPEND" in (scheduling.get("preemption") or {}).get("mode", ""):
-        values = sched.merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
+        values = merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
     with sched_cluster(values) as c:
         settings = c.rendered.settings
         config = sched.show_config(c.ctld)
@@ -320,13 +331,15 @@ def test_qos_preemption(
             c.hold_state(low, "RUNNING", exempt - 3 - (time_now() - low_start).total_seconds())
         with heartbeat(f"preemption ({mode})", f"up to {window + 30} s on a 2-core machine"):
             preempted = wait_for(
-                f"the low job to be preempted ({mode}) while the high one runs",
                 lambda: (
-                    (r := c.job(low))["JobState"] == PREEMPT_STATES[mode]
+                    r
+                    if (r := c.job(low))["JobState"] == PREEMPT_STATES[mode]
                     and c.state(high) == "RUNNING"
-                    and r
+                    else None
                 ),
                 timeout=window + 30,
+                what=f"the low job to be preempted ({mode}) while the high one runs",
+                every=0.2,
             )
         high_start = when(c.job(high)["StartTime"])
         assert high_start >= low_start + timedelta(seconds=exempt)
@@ -358,7 +371,7 @@ def test_backfill(sched_cluster: ClusterFactory, preset: str) -> None:
     higher priority, within ``bf_interval``, and the wide job's planned start stays the running
     job's end; ``sched/builtin`` (fifo) keeps strict priority order and starts nothing past it.
     ``none`` renders nothing: Slurm's default scheduler applies."""
-    with sched_cluster(sched.merge(BASE, {"scheduling": {"preset": preset}})) as c:
+    with sched_cluster(merge(BASE, {"scheduling": {"preset": preset}})) as c:
         config = sched.show_config(c.ctld)
         scheduler = c.rendered.settings.get("SchedulerType", config["SchedulerType"])
         assert config["SchedulerType"] == scheduler
@@ -426,7 +439,7 @@ def test_fair_share(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
     Slurm 26.05 adds a finished job's usage at its end only when ``AccountingStorageEnforce`` has
     ``limits`` (acct_policy.c); otherwise usage is taken from running jobs at each priority pass and
     a job's time since the last pass is never counted: a short job leaves no usage at all."""
-    values = sched.merge(
+    values = merge(
         BASE,
         {"scheduling": {"priority": {"calcPeriod": "1"}, "accountingEnforce": enforce}},
     )
@@ -465,10 +478,18 @@ def test_fair_share(sched_cluster: ClusterFactory, enforce: list[str]) -> None:
 
         with heartbeat("fair share: waiting for slurmctld's priority pass",
                        f"up to PriorityCalcPeriod={calc_s} s"):  # fmt: skip
-            wait_for("the fair-share factors to reflect physics' usage", flipped, calc_s + 30, 1)
-            wait_for("the pending jobs' priorities to be recomputed",
-                     lambda: int(c.job(chemistry)["Priority"]) > int(c.job(physics)["Priority"]),
-                     calc_s + 30, 1)  # fmt: skip
+            wait_for(
+                flipped,
+                timeout=calc_s + 30,
+                what="the fair-share factors to reflect physics' usage",
+                every=1,
+            )
+            wait_for(
+                lambda: int(c.job(chemistry)["Priority"]) > int(c.job(physics)["Priority"]),
+                timeout=calc_s + 30,
+                what="the pending jobs' priorities to be recomputed",
+                every=1,
+            )
         f = shares()
         assert float(f["alice"]["RawUsage"]) > float(f["bob"]["RawUsage"]) >= short_usage
         if not counts_job_end:
@@ -541,7 +562,7 @@ def test_priority_factors(sched_cluster: ClusterFactory, priority: dict[str, Any
     (``PriorityWeightTRES``: share of the partition's CPUs and memory), QoS (normalised by the
     highest QoS priority unless ``PriorityFlags=NO_NORMAL_QOS``); the other priority values are
     what slurmctld runs with."""
-    values = sched.merge(BASE, {"scheduling": {"priority": priority}})
+    values = merge(BASE, {"scheduling": {"priority": priority}})
     with sched_cluster(values) as c:
         r = c.rendered
         config = sched.show_config(c.ctld)

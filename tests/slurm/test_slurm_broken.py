@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from slinky_harness.slurm import LoadResult, check_load
-from slinky_harness.slurm_topo import (
+from slinky_harness.slurm.check import LoadResult, check_load
+from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,
     parse_topology_conf,

@@ -1,6 +1,6 @@
 """Node topology strings, as Slinky applies the ``topology.slinky.slurm.net/spec`` annotation.
 
-Recipe (see ``slinky_harness.slurm``): a skeleton ``topology.yaml`` plus ``MaxNodeCount``; nodes are
+Recipe (see ``slinky_harness.slurm.ctld``): a skeleton ``topology.yaml`` plus ``MaxNodeCount``; nodes are
 created with ``scontrol create NodeName=... State=CLOUD Topology=...`` and moved with ``scontrol
 update``.
 """
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.slurm import SlurmCommandError
-from slinky_harness.slurm_topo import (
+from slinky_harness.slurm.ctld import SlurmCommandError
+from slinky_harness.slurm.topology import (
     BlockTopology,
     NamedTopology,
     TreeTopology,
@@ -25,7 +25,7 @@ from slinky_harness.slurm_topo import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.slurm import CtldFactory, SlurmCtld
+    from slinky_harness.slurm.ctld import CtldFactory, SlurmCtld
 
 
 def _skeleton(slurm_data: Path) -> tuple[str, TreeTopology, str, BlockTopology]:

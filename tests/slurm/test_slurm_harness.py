@@ -13,37 +13,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.slurm import (
-    HARNESS_KEYS,
+from slinky_harness.build.slurm_chroot import (
     SLURM_SERIES,
-    SlurmChrootError,
-    SlurmctldStartError,
     chroot_info,
-    compose_slurm_conf,
+    debian_mirror,
     ensure_chroot,
-    parse_records,
-    slurmctld,
+    mounts_under,
 )
-from slinky_harness.slurm import main as slurm_main
-from slinky_harness.slurm_chroot import debian_mirror
-from slinky_harness.slurm_topo import TreeTopology, expand, parse_topology_conf, read_tree
+from slinky_harness.core import processes
+from slinky_harness.core.polling import wait_for
+from slinky_harness.slurm.check import main as slurm_main
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.ctld import SlurmctldStartError, slurmctld
+from slinky_harness.slurm.topology import TreeTopology, expand, parse_topology_conf, read_tree
 
 if TYPE_CHECKING:
-    from slinky_harness.slurm import CtldFactory
-
-
-def _mounts_under(path: Path) -> list[str]:
-    prefix = str(path.resolve())
-    lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
-    return [ln.split()[4] for ln in lines if ln.split()[4].startswith(prefix)]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    from slinky_harness.slurm.ctld import CtldFactory
 
 
 def test_chroot_is_pinned_to_slurm_series(slurm_root: Path) -> None:
@@ -78,24 +63,6 @@ def test_mirror_comes_from_apt_sources(slurm_root: Path) -> None:
     assert chroot_info(slurm_root).mirror == mirror
 
 
-def test_harness_keys_are_refused() -> None:
-    for key in ("SlurmctldPort", "slurmctldhost", "AuthType"):
-        assert key.lower() in HARNESS_KEYS
-        with pytest.raises(ValueError, match=key.lower()):
-            compose_slurm_conf(f"{key}=x\nNodeName=n1 State=CLOUD\n", {})
-    text = compose_slurm_conf("ClusterName=mine\n", {"SlurmctldPort": "1"})
-    assert "ClusterName=slinky" not in text
-    assert "SlurmctldPort=1" in text
-
-
-def test_parse_records_keeps_values_with_spaces() -> None:
-    recs = parse_records("NodeName=a OS=Linux 6.1.0 #1 SMP Topology=t:x\n\nSwitchName=s Nodes=\n")
-    assert recs == [
-        {"NodeName": "a", "OS": "Linux 6.1.0 #1 SMP", "Topology": "t:x"},
-        {"SwitchName": "s", "Nodes": ""},
-    ]
-
-
 def test_controller_answers_and_stops_cleanly(slurm_root: Path, slurm_data: Path) -> None:
     with slurmctld(slurm_data / "tree", root=slurm_root) as ctld:
         pid = ctld.pid
@@ -107,9 +74,9 @@ def test_controller_answers_and_stops_cleanly(slurm_root: Path, slurm_data: Path
         assert "Running as primary controller" in ctld.log()
         assert (workdir / "etc/slurm.key").stat().st_size == 1024
         assert (workdir / "etc/slurm.key").stat().st_mode & 0o777 == 0o600
-    assert not _pid_alive(pid)
+    assert not processes.alive(pid)
     assert not workdir.exists()  # temporary work folder removed
-    assert _mounts_under(slurm_root) == []
+    assert mounts_under(slurm_root) == []
 
 
 def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) -> None:
@@ -125,7 +92,7 @@ def test_failed_start_reports_and_cleans_up(slurm_root: Path, tmp_path: Path) ->
     assert err.value.returncode not in (None, 0)
     assert "nosuch" in str(err.value)
     assert "nosuch" in err.value.log
-    assert _mounts_under(slurm_root) == []
+    assert mounts_under(slurm_root) == []
 
 
 def test_exception_in_body_still_stops_controller(slurm_root: Path, slurm_data: Path) -> None:
@@ -136,7 +103,7 @@ def test_exception_in_body_still_stops_controller(slurm_root: Path, slurm_data: 
     ):
         pid = ctld.pid
         raise RuntimeError("boom")
-    assert pid and not _pid_alive(pid)
+    assert pid and not processes.alive(pid)
 
 
 def test_controllers_run_concurrently_in_isolation(
@@ -169,7 +136,7 @@ def test_controllers_run_concurrently_in_isolation(
             config = ctld.scontrol("show", "config")
             assert re.search(rf"^ClusterName\s*=\s*{name}$", config, re.MULTILINE)
             assert (tmp_path / name / "state").is_dir()
-    assert _mounts_under(slurm_root) == []
+    assert mounts_under(slurm_root) == []
 
 
 def test_start_time(start_ctld: CtldFactory, slurm_data: Path) -> None:
@@ -192,35 +159,6 @@ def test_emulator_build_starts_when_present(slurm_root: Path, slurm_data: Path) 
         assert Path(f"/proc/{ctld.pid}/exe").resolve().name == "slurmctld-wlm-emulator"
 
 
-def test_mirror_parsing_both_apt_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLINKY_DEBIAN_MIRROR", raising=False)
-    one_line = tmp_path / "a"
-    (one_line / "sources.list.d").mkdir(parents=True)
-    (one_line / "sources.list").write_text(
-        "# comment\n"
-        "deb http://security.example/debian-security bookworm-security main\n"
-        "deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main\n"
-    )
-    assert debian_mirror(one_line) == "http://mirror.example/debian"
-    deb822 = tmp_path / "b"
-    (deb822 / "sources.list.d").mkdir(parents=True)
-    (deb822 / "sources.list.d" / "debian.sources").write_text(
-        "Types: deb\nURIs: http://other.example/debian-security\nSuites: bookworm-security\n\n"
-        "Types: deb deb-src\nURIs: http://other.example/debian\nSuites: bookworm bookworm-updates\n"
-        "Components: main\n"
-    )
-    (deb822 / "sources.list.d" / "x.sources.disabled").write_text(
-        "Types: deb\nURIs: http://disabled.example/debian\nSuites: bookworm\n"
-    )
-    assert debian_mirror(deb822) == "http://other.example/debian"
-    empty = tmp_path / "c"
-    empty.mkdir()
-    with pytest.raises(SlurmChrootError, match="SLINKY_DEBIAN_MIRROR"):
-        debian_mirror(empty)
-    monkeypatch.setenv("SLINKY_DEBIAN_MIRROR", "http://override.example/debian/")
-    assert debian_mirror(empty) == "http://override.example/debian"
-
-
 def test_killed_test_process_leaves_no_daemon(
     slurm_root: Path, slurm_data: Path, tmp_path: Path
 ) -> None:
@@ -228,7 +166,7 @@ def test_killed_test_process_leaves_no_daemon(
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from slinky_harness.slurm import slurmctld\n"
+        "from slinky_harness.slurm.ctld import slurmctld\n"
         "files, root, work = (Path(a) for a in sys.argv[1:4])\n"
         "with slurmctld(files, root=root, workdir=work) as c:\n"
         "    print(c.pid, flush=True)\n"
@@ -242,16 +180,13 @@ def test_killed_test_process_leaves_no_daemon(
     try:
         assert holder.stdout is not None
         pid = int(holder.stdout.readline())
-        assert pid > 0 and _pid_alive(pid)
+        assert pid > 0 and processes.alive(pid)
     finally:
         holder.kill()
         holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
-    deadline = time.monotonic() + 10
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _pid_alive(pid)
+    wait_for(lambda: not processes.alive(pid), timeout=10, what=f"pid {pid} to end", every=0.1)
 
 
 def test_extra_files_and_hostlist_oracle(start_ctld: CtldFactory) -> None:
@@ -276,10 +211,11 @@ def test_extra_files_and_hostlist_oracle(start_ctld: CtldFactory) -> None:
 
 
 def test_cli_check(slurm_root: Path, slurm_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert slurm_main(["check", str(slurm_data / "tree")]) == 0
+    assert slurm_main([str(slurm_data / "tree")]) == 0
     broken = slurm_data / "broken/switch-cycle"
-    assert slurm_main(["check", str(slurm_data / "tree"), str(broken)]) == 1
+    assert slurm_main([str(slurm_data / "tree"), str(broken)]) == 1
     err = capsys.readouterr().err
     assert f"{broken}: REJECTED" in err
     assert "fatal" in err
-    assert slurm_main(["nonsense"]) == 2
+    assert slurm_main(["--nonsense"]) == 2
+    assert slurm_main([]) == 2

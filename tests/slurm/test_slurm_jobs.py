@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.slurm import chroot_info, emulated_nodes, slurmctld
-from slinky_harness.slurm_topo import BlockTopology, expand, parse_topology_conf
+from slinky_harness.build.slurm_chroot import chroot_info
+from slinky_harness.slurm.conf import emulated_nodes
+from slinky_harness.slurm.ctld import slurmctld
+from slinky_harness.slurm.topology import BlockTopology, expand, parse_topology_conf
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -1,6 +1,6 @@
 """Hand-written topology files load into real slurmctld 26.05 and read back as written.
 
-Expected values come from the input files (``slinky_harness.slurm_topo``), never from Slurm's text.
+Expected values come from the input files (``slinky_harness.slurm.topology``), never from Slurm's text.
 """
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from slinky_harness.slurm import check_load, parse_records
-from slinky_harness.slurm_topo import (
+from slinky_harness.slurm.check import check_load
+from slinky_harness.slurm.conf import parse_records
+from slinky_harness.slurm.topology import (
     BlockTopology,
     TreeTopology,
     assert_blocks_match,
@@ -25,7 +26,7 @@ from slinky_harness.slurm_topo import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.slurm import CtldFactory, SlurmCtld
+    from slinky_harness.slurm.ctld import CtldFactory, SlurmCtld
 
 
 def test_tree_topology_conf_loads(start_ctld: CtldFactory, slurm_data: Path) -> None:

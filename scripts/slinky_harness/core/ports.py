@@ -21,7 +21,9 @@ import socket
 import threading
 from pathlib import Path
 
-__all__ = ["PORT_RANGE", "PortError", "allocate", "allocate_one", "in_use", "release"]
+from slinky_harness.core.errors import HarnessError
+
+__all__ = ["PORT_RANGE", "PortError", "accepts", "allocate", "allocate_one", "in_use", "release"]
 
 PORT_RANGE = range(12000, 32000)
 """Where ports are drawn from: below the ephemeral range, above the well-known services."""
@@ -30,7 +32,7 @@ _lock = threading.Lock()
 _held: dict[int, int] = {}  # port -> file descriptor of its lock file
 
 
-class PortError(RuntimeError):
+class PortError(HarnessError):
     """No free port could be reserved."""
 
 
@@ -50,6 +52,15 @@ def in_use(port: int) -> bool:
             except OSError:
                 return True
     return False
+
+
+def accepts(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port`` (a daemon is up)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _reserve(port: int, folder: Path) -> bool:

@@ -27,7 +27,10 @@ from typing import Any
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from slinky_harness import charts, helm, kubeschema, valuegen
+from slinky_harness.helm import charts, valuegen
+from slinky_harness.helm import client as helm
+from slinky_harness.helm.values import merge
+from slinky_harness.k8s import schemas as kubeschema
 
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
 NEWEST = kubeschema.newest_version()
@@ -122,16 +125,7 @@ def _defaults() -> dict[str, Any]:
     return data
 
 
-def _merge(base: Any, override: Any) -> Any:
-    if isinstance(base, dict) and isinstance(override, dict):
-        result = dict(base)
-        for key, value in override.items():
-            result[key] = _merge(base.get(key), value)
-        return result
-    return copy.deepcopy(override)
-
-
-ALL_SLOTS = slots(SCHEMA, _merge(_defaults(), BASE))
+ALL_SLOTS = slots(SCHEMA, merge(_defaults(), BASE))
 SLURM_SLOTS = [s for s in ALL_SLOTS if SLURM_KEYS.intersection(s)]
 OTHER_SLOTS = [s for s in ALL_SLOTS if not SLURM_KEYS.intersection(s)]
 
@@ -239,7 +233,7 @@ def asked_for(values: dict[str, Any]) -> set[str]:
 
 SCHEMA_LOCATION = re.compile(r"- at '([^']*)'")
 CHART_FAILURE = re.compile(r"execution error at \([^)]*\): ")
-FULL = _merge(
+FULL = merge(
     BASE,
     {
         "scheduling": {

@@ -18,7 +18,10 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from slinky_harness import charts, helm, kubeschema, manifests, valuegen
+from slinky_harness.helm import charts, valuegen
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import manifests
+from slinky_harness.k8s import schemas as kubeschema
 from slinky_topology.crdgen import cel
 
 CHARTS = charts.discover_charts()

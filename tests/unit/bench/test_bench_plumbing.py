@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from slinky_harness import bench
+from slinky_harness.apps import bench
 
 if TYPE_CHECKING:
     from pathlib import Path

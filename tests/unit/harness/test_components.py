@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from slinky_harness import bridge, operator
+from slinky_harness.build.slinky import OperatorUnavailable
+from slinky_harness.k8s import bridge, operator
 
 
 def deployment(*args: str) -> dict[str, Any]:
@@ -47,9 +48,7 @@ def test_release_deployment_finds_exactly_one() -> None:
     }
     assert operator.release_deployment([a, b], name_suffix="-scheduler", what="s") is a
     assert operator.release_deployment([a, b], flag="--leader", what="c") is b
-    with pytest.raises(
-        operator.OperatorUnavailable, match="expected one webhook Deployment, found 0"
-    ):
+    with pytest.raises(OperatorUnavailable, match="expected one webhook Deployment, found 0"):
         operator.release_deployment([a, b], flag="--server-addr", what="webhook")
 
 

@@ -1,5 +1,5 @@
 """The image harness's pure parts (apt pins, podman command lines, kubeconfig inlining) and the
-release plan and notes (slinky_harness.publish)."""
+release plan and notes (slinky_harness.apps.publish)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slinky_harness import image, publish, release
+from slinky_harness.apps import publish, release
+from slinky_harness.build import image
+from slinky_harness.build.podman import APT_PACKAGES, AptPackage, Podman, apt_plan, os_codename
 
-PODMAN = image.Podman(root=Path("/c/storage-overlay"), runroot=Path("/t/run"), driver="overlay")
+PODMAN = Podman(root=Path("/c/storage-overlay"), runroot=Path("/t/run"), driver="overlay")
 
 
-def _missing(*names: str) -> list[image.AptPackage]:
-    return [p for p in image.APT_PACKAGES if p.name in names]
+def _missing(*names: str) -> list[AptPackage]:
+    return [p for p in APT_PACKAGES if p.name in names]
 
 
 @pytest.mark.parametrize(
@@ -52,15 +54,15 @@ def _missing(*names: str) -> list[image.AptPackage]:
 def test_apt_plan_pins_on_bookworm_only_when_the_archive_has_the_version(
     codename: str, available: bool, args: list[str], notes: list[str]
 ) -> None:
-    got = image.apt_plan(_missing("podman", "runc"), codename, lambda _n, _v: available)
+    got = apt_plan(_missing("podman", "runc"), codename, lambda _n, _v: available)
     assert got == (args, notes)
 
 
 def test_a_package_is_needed_only_when_what_it_provides_is_missing(tmp_path: Path) -> None:
-    runc = image.AptPackage("runc", "runc", "1")
+    runc = AptPackage("runc", "runc", "1")
     assert runc.present(lambda name: "/usr/bin/runc" if name == "runc" else None)
     assert not runc.present(lambda _name: None)
-    keyring = image.AptPackage("k", str(tmp_path / "key.gpg"), "1")
+    keyring = AptPackage("k", str(tmp_path / "key.gpg"), "1")
     assert not keyring.present()
     (tmp_path / "key.gpg").write_bytes(b"")
     assert keyring.present()
@@ -69,8 +71,8 @@ def test_a_package_is_needed_only_when_what_it_provides_is_missing(tmp_path: Pat
 def test_os_codename(tmp_path: Path) -> None:
     release_file = tmp_path / "os-release"
     release_file.write_text('NAME="Debian GNU/Linux"\nVERSION_CODENAME=bookworm\n')
-    assert image.os_codename(release_file) == "bookworm"
-    assert image.os_codename(tmp_path / "absent") == ""
+    assert os_codename(release_file) == "bookworm"
+    assert os_codename(tmp_path / "absent") == ""
 
 
 def test_every_podman_command_has_private_storage_runc_and_cgroupfs() -> None:

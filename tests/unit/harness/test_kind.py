@@ -12,7 +12,30 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness import charts, kind, toolchain
+from slinky_harness.apps import kind
+from slinky_harness.apps.kind_plan import (
+    CLUSTER_CONFIG,
+    INSTALL_ORDER,
+    JOB_FAILED,
+    MANAGED_NODE_TAINT,
+    NAMESPACES,
+    NODE_IMAGE,
+    KindError,
+    PlanInput,
+    Poll,
+    Run,
+    StageChart,
+    Step,
+    build_plan,
+    chart_values,
+    scheduler_name,
+    workers_of,
+)
+from slinky_harness.build import toolchain
+from slinky_harness.core import paths
+from slinky_harness.helm import charts
+from slinky_harness.helm.charts import image_ref
+from slinky_harness.helm.values import merge
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -21,43 +44,43 @@ NAME = "t1"
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory: pytest.TempPathFactory) -> kind.PlanInput:
+def spec(tmp_path_factory: pytest.TempPathFactory) -> PlanInput:
     return kind.plan_input(NAME, tmp_path_factory.mktemp("kind"), keep=False)
 
 
 @pytest.fixture(scope="module")
-def plan(spec: kind.PlanInput) -> list[kind.Step]:
-    steps, _ = kind.build_plan(spec)
+def plan(spec: PlanInput) -> list[Step]:
+    steps, _ = build_plan(spec)
     return steps
 
 
-def _index(plan: list[kind.Step], prefix: tuple[str, ...]) -> int:
+def _index(plan: list[Step], prefix: tuple[str, ...]) -> int:
     hits = [
         i
         for i, s in enumerate(plan)
-        if not isinstance(s, kind.StageChart) and s.argv[: len(prefix)] == prefix
+        if not isinstance(s, StageChart) and s.argv[: len(prefix)] == prefix
     ]
     assert hits, f"no step runs {' '.join(prefix)}"
     return hits[0]
 
 
-def _ct_charts(plan: list[kind.Step]) -> list[str]:
+def _ct_charts(plan: list[Step]) -> list[str]:
     return [
         s.argv[s.argv.index("--charts") + 1].rsplit("/", 1)[-1]
         for s in plan
-        if isinstance(s, kind.Run) and s.argv[:2] == ("ct", "install")
+        if isinstance(s, Run) and s.argv[:2] == ("ct", "install")
     ]
 
 
 def test_cluster_is_created_first_from_the_config_with_the_pinned_image(
-    plan: list[kind.Step], spec: kind.PlanInput
+    plan: list[Step], spec: PlanInput
 ) -> None:
     first = plan[0]
-    assert isinstance(first, kind.Run)
+    assert isinstance(first, Run)
     assert first.argv[:3] == ("kind", "create", "cluster")
     argv = first.argv
     assert argv[argv.index("--name") + 1] == NAME
-    assert argv[argv.index("--config") + 1] == str(kind.CLUSTER_CONFIG)
+    assert argv[argv.index("--config") + 1] == str(CLUSTER_CONFIG)
     assert argv[argv.index("--kubeconfig") + 1] == str(spec.kubeconfig)
     image = argv[argv.index("--image") + 1]
     assert re.fullmatch(r"kindest/node:v1\.\d+\.\d+@sha256:[0-9a-f]{64}", image), image
@@ -65,15 +88,15 @@ def test_cluster_is_created_first_from_the_config_with_the_pinned_image(
 
 def test_kind_and_node_image_are_pinned() -> None:
     assert kind.KIND.version == "v0.33.0"
-    assert kind.NODE_IMAGE.startswith("kindest/node:v1.37.0@sha256:")
+    assert NODE_IMAGE.startswith("kindest/node:v1.37.0@sha256:")
 
 
-def test_cluster_config_has_gpu_workers_and_a_tainted_bridge_worker(spec: kind.PlanInput) -> None:
-    config = yaml.safe_load(kind.CLUSTER_CONFIG.read_text())
+def test_cluster_config_has_gpu_workers_and_a_tainted_bridge_worker(spec: PlanInput) -> None:
+    config = yaml.safe_load(CLUSTER_CONFIG.read_text())
     assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     roles = [n["role"] for n in config["nodes"]]
     assert roles.count("control-plane") == 1 and roles.count("worker") >= 2
-    workers = kind.workers_of(config, NAME)
+    workers = workers_of(config, NAME)
     assert [w.name for w in workers] == [f"{NAME}-worker", f"{NAME}-worker2"]
     assert all(w.gpus == 8 for w in workers)
     assert [w.bridge for w in workers] == [False, True]
@@ -86,122 +109,118 @@ def test_cluster_config_has_gpu_workers_and_a_tainted_bridge_worker(spec: kind.P
     patch = yaml.safe_load(config["nodes"][2]["kubeadmConfigPatches"][0])
     assert patch["kind"] == "JoinConfiguration"
     (taint,) = patch["nodeRegistration"]["taints"]
-    bridge_values, _ = kind.chart_values("slurm-bridge", spec.profile, spec.harness_values)
+    bridge_values, _ = chart_values("slurm-bridge", spec.profile, spec.harness_values)
     assert taint == {
-        "key": kind.MANAGED_NODE_TAINT,
-        "value": kind.scheduler_name(bridge_values),
+        "key": MANAGED_NODE_TAINT,
+        "value": scheduler_name(bridge_values),
         "effect": "NoExecute",
     }
 
 
-def test_gpu_capacity_is_patched_onto_node_status_and_awaited(plan: list[kind.Step]) -> None:
+def test_gpu_capacity_is_patched_onto_node_status_and_awaited(plan: list[Step]) -> None:
     for worker in (f"{NAME}-worker", f"{NAME}-worker2"):
         at = _index(plan, ("kubectl", "patch", "node", worker))
         step = plan[at]
-        assert isinstance(step, kind.Run)
+        assert isinstance(step, Run)
         assert "--subresource=status" in step.argv and "--type=json" in step.argv
         ops = json.loads(step.argv[step.argv.index("-p") + 1])
         assert ops == [{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "8"}]
         wait = plan[at + 1]
-        assert isinstance(wait, kind.Poll) and wait.until == "^8$"
+        assert isinstance(wait, Poll) and wait.until == "^8$"
         assert "allocatable.nvidia" in wait.argv[-1]
 
 
-def test_labeler_image_is_built_and_loaded_before_any_install(plan: list[kind.Step]) -> None:
+def test_labeler_image_is_built_and_loaded_before_any_install(plan: list[Step]) -> None:
     build = _index(plan, ("docker", "build"))
     load = _index(plan, ("kind", "load", "docker-image"))
     first_ct = _index(plan, ("ct", "install"))
     assert build < load < first_ct
     build_step, load_step = plan[build], plan[load]
-    assert isinstance(build_step, kind.Run) and isinstance(load_step, kind.Run)
+    assert isinstance(build_step, Run) and isinstance(load_step, Run)
     image = build_step.argv[build_step.argv.index("-t") + 1]
-    assert build_step.argv[-1] == str(toolchain.REPO_ROOT)  # the repository Dockerfile
+    assert build_step.argv[-1] == str(paths.REPO_ROOT)  # the repository Dockerfile
     assert load_step.argv[3] == image and load_step.argv[-2:] == ("--name", NAME)
 
 
 def test_suite_goes_through_ct_install_in_dependency_order(
-    plan: list[kind.Step], spec: kind.PlanInput
+    plan: list[Step], spec: PlanInput
 ) -> None:
-    assert _ct_charts(plan) == list(kind.INSTALL_ORDER)
+    assert _ct_charts(plan) == list(INSTALL_ORDER)
     for step in plan:
-        if isinstance(step, kind.Run) and step.argv[:2] == ("ct", "install"):
+        if isinstance(step, Run) and step.argv[:2] == ("ct", "install"):
             argv = step.argv
-            assert argv[argv.index("--config") + 1] == str(toolchain.REPO_ROOT / "ct.yaml")
+            assert argv[argv.index("--config") + 1] == str(paths.REPO_ROOT / "ct.yaml")
             assert "--skip-clean-up" in argv  # the job and the bridge pod need the releases
             chart = argv[argv.index("--charts") + 1].rsplit("/", 1)[-1]
-            assert argv[argv.index("--namespace") + 1] == kind.NAMESPACES[chart]
-    staged = [s for s in plan if isinstance(s, kind.StageChart)]
-    assert [s.dest for s in staged] == [spec.workdir / "charts" / c for c in kind.INSTALL_ORDER]
+            assert argv[argv.index("--namespace") + 1] == NAMESPACES[chart]
+    staged = [s for s in plan if isinstance(s, StageChart)]
+    assert [s.dest for s in staged] == [spec.workdir / "charts" / c for c in INSTALL_ORDER]
     namespaces = {
-        s.argv[-1]
-        for s in plan
-        if isinstance(s, kind.Run) and s.argv[1:3] == ("create", "namespace")
+        s.argv[-1] for s in plan if isinstance(s, Run) and s.argv[1:3] == ("create", "namespace")
     }
-    assert namespaces == set(kind.NAMESPACES.values())
+    assert namespaces == set(NAMESPACES.values())
     assert max(_index(plan, ("kubectl", "create", "namespace", n)) for n in namespaces) < _index(
         plan, ("ct", "install")
     )
 
 
-def test_a_real_slurm_job_runs_through_the_login_pod(plan: list[kind.Step]) -> None:
+def test_a_real_slurm_job_runs_through_the_login_pod(plan: list[Step]) -> None:
     def position(word: str) -> int:
-        hits = [
-            i for i, s in enumerate(plan) if not isinstance(s, kind.StageChart) and word in s.argv
-        ]
+        hits = [i for i, s in enumerate(plan) if not isinstance(s, StageChart) and word in s.argv]
         assert hits, word
         return hits[0]
 
     cluster_ct = next(
         i
         for i, s in enumerate(plan)
-        if isinstance(s, kind.Run)
-        and f"{kind.NAMESPACES['slurm-cluster']}" in s.argv
+        if isinstance(s, Run)
+        and f"{NAMESPACES['slurm-cluster']}" in s.argv
         and s.argv[:2] == ("ct", "install")
     )
     srun, sbatch, scontrol = position("srun"), position("sbatch"), position("scontrol")
     assert cluster_ct < srun < sbatch < scontrol
     submit = plan[sbatch]
-    assert isinstance(submit, kind.Run)
+    assert isinstance(submit, Run)
     assert submit.argv[:4] == ("kubectl", "exec", "-n", "slurm") and "${login_pod}" in submit.argv
     assert submit.argv[-2:] == ("--wrap", "hostname") and submit.capture == "job_id"
     assert re.search(submit.pattern, "42\n")
     wait = plan[scontrol]
-    assert isinstance(wait, kind.Poll)
+    assert isinstance(wait, Poll)
     assert wait.argv[-4:] == ("scontrol", "show", "job", "${job_id}")
     assert re.search(wait.until, "JobId=42 JobName=wrap\n   JobState=COMPLETED Reason=None")
     assert not re.search(wait.until, "   JobState=RUNNING Reason=None")
     assert wait.fail and re.search(wait.fail, "   JobState=FAILED Reason=NonZeroExitCode")
 
 
-def test_sinfo_wait_needs_every_node_idle(plan: list[kind.Step]) -> None:
-    (wait,) = [s for s in plan if isinstance(s, kind.Poll) and "sinfo" in s.argv]
+def test_sinfo_wait_needs_every_node_idle(plan: list[Step]) -> None:
+    (wait,) = [s for s in plan if isinstance(s, Poll) and "sinfo" in s.argv]
     assert re.search(wait.until, "idle\nidle\n")
     assert not re.search(wait.until, "idle\ndown*\n")
     assert not re.search(wait.until, "")
 
 
 def test_bridge_pod_uses_the_bridge_scheduler_and_must_finish_on_the_bridge_worker(
-    plan: list[kind.Step],
+    plan: list[Step],
 ) -> None:
     apply = _index(plan, ("kubectl", "apply", "-f", "-"))
     assert apply > _ct_charts(plan).index("slurm-bridge")
     step = plan[apply]
-    assert isinstance(step, kind.Run) and step.stdin
+    assert isinstance(step, Run) and step.stdin
     pod = json.loads(step.stdin)
     assert pod["spec"]["schedulerName"] == "slurm-bridge-scheduler"
     assert pod["spec"]["restartPolicy"] == "Never"
     wait = plan[apply + 1]
-    assert isinstance(wait, kind.Poll)
+    assert isinstance(wait, Poll)
     assert re.search(wait.until, f"Succeeded {NAME}-worker2")
     assert not re.search(wait.until, f"Succeeded {NAME}-worker")
     assert not re.search(wait.until, "Pending ")
     assert wait.fail and re.search(wait.fail, "Failed t1-worker2")
 
 
-def test_every_variable_is_captured_before_use(plan: list[kind.Step]) -> None:
+def test_every_variable_is_captured_before_use(plan: list[Step]) -> None:
     captured: set[str] = set()
     for step in plan:
-        if isinstance(step, kind.StageChart):
+        if isinstance(step, StageChart):
             continue
         for arg in step.argv:
             used = set(kind.VARIABLE.findall(arg))
@@ -211,34 +230,34 @@ def test_every_variable_is_captured_before_use(plan: list[kind.Step]) -> None:
     assert {"cluster_release", "login_pod", "job_id"} <= captured
 
 
-def test_bridge_is_pointed_at_the_cluster_release_ct_created(plan: list[kind.Step]) -> None:
+def test_bridge_is_pointed_at_the_cluster_release_ct_created(plan: list[Step]) -> None:
     (bridge,) = [
         s
         for s in plan
-        if isinstance(s, kind.Run)
+        if isinstance(s, Run)
         and s.argv[:2] == ("ct", "install")
         and s.argv[s.argv.index("--charts") + 1].endswith("slurm-bridge")
     ]
     argv = bridge.argv
     assert argv[-1] == "--helm-extra-set-args=--set=slurm.cluster.release=${cluster_release}"
-    (find,) = [s for s in plan if isinstance(s, kind.Run) and s.capture == "cluster_release"]
+    (find,) = [s for s in plan if isinstance(s, Run) and s.capture == "cluster_release"]
     match = re.search(find.pattern, "slurm-cluster-ab12cd34ef\n", re.MULTILINE)
     assert match and match[1] == "slurm-cluster-ab12cd34ef"
 
 
-def test_cleanup_deletes_the_cluster_unless_kept(spec: kind.PlanInput) -> None:
-    _, cleanup = kind.build_plan(spec)
-    assert [s.argv for s in cleanup if isinstance(s, kind.Run)] == [
+def test_cleanup_deletes_the_cluster_unless_kept(spec: PlanInput) -> None:
+    _, cleanup = build_plan(spec)
+    assert [s.argv for s in cleanup if isinstance(s, Run)] == [
         ("kind", "delete", "cluster", "--name", NAME)
     ]
-    kept = kind.PlanInput(**{**spec.__dict__, "keep": True})
-    assert kind.build_plan(kept)[1] == []
+    kept = PlanInput(**{**spec.__dict__, "keep": True})
+    assert build_plan(kept)[1] == []
 
 
-def test_plan_is_a_pure_function_of_its_input(spec: kind.PlanInput) -> None:
-    assert kind.build_plan(spec) == kind.build_plan(spec)
-    other = kind.PlanInput(**{**spec.__dict__, "name": "other"})
-    assert kind.build_plan(other)[0][0] != kind.build_plan(spec)[0][0]
+def test_plan_is_a_pure_function_of_its_input(spec: PlanInput) -> None:
+    assert build_plan(spec) == build_plan(spec)
+    other = PlanInput(**{**spec.__dict__, "name": "other"})
+    assert build_plan(other)[0][0] != build_plan(spec)[0][0]
 
 
 # --- values ----------------------------------------------------------------------------------------
@@ -254,19 +273,22 @@ def test_profile_block_wins_and_harness_values_merge_over_it() -> None:
         "slurm-cluster": {"nodesets": {"compute": {"nodeSelector": {"a": "b"}}}},
         "slurm-bridge": {"scheduler": {"schedulerName": "s"}},
     }
-    values, source = kind.chart_values("slurm-cluster", profile, harness)
+    values, source = chart_values("slurm-cluster", profile, harness)
     assert values == {
         "nodesets": {"compute": {"replicas": 1, "nodeSelector": {"a": "b"}}},
         "restapi": {"replicas": 1},
         "global": {"imageRegistry": "mirror.example"},
     }
-    assert source == "values/kind.yaml + tests/data/kind/slurm-cluster-values.yaml"
-    values, source = kind.chart_values("slurm-bridge", profile, harness)
+    assert (
+        source
+        == "values/kind.yaml + scripts/slinky_harness/apps/kind_cluster/slurm-cluster-values.yaml"
+    )
+    values, source = chart_values("slurm-bridge", profile, harness)
     assert values == {
         "scheduler": {"schedulerName": "s"},
         "global": {"imageRegistry": "mirror.example"},
     }
-    assert source == "tests/data/kind/slurm-bridge-values.yaml"
+    assert source == "scripts/slinky_harness/apps/kind_cluster/slurm-bridge-values.yaml"
     assert profile["slurm-cluster"]["nodesets"]["compute"] == {"replicas": 1}, "inputs untouched"
 
 
@@ -280,7 +302,7 @@ def _render(chart: str, values: dict[str, Any], tmp_path: Path) -> list[dict[str
             "kindtest-abcdefghij",
             str(charts.CHARTS_DIR / chart),
             "--namespace",
-            kind.NAMESPACES[chart],
+            NAMESPACES[chart],
             "--kube-version",
             "1.37.0",
             "-f",
@@ -294,35 +316,33 @@ def _render(chart: str, values: dict[str, Any], tmp_path: Path) -> list[dict[str
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
 
-@pytest.mark.parametrize("chart", kind.INSTALL_ORDER)
+@pytest.mark.parametrize("chart", INSTALL_ORDER)
 def test_staged_values_render_against_the_chart_schema(
-    spec: kind.PlanInput, chart: str, tmp_path: Path
+    spec: PlanInput, chart: str, tmp_path: Path
 ) -> None:
     """What the run installs is schema-valid and renders (the bridge with a ct-style release)."""
-    values, _ = kind.chart_values(chart, spec.profile, spec.harness_values)
+    values, _ = chart_values(chart, spec.profile, spec.harness_values)
     if chart == "slurm-bridge":
-        values = kind.deep_merge(
-            values, {"slurm": {"cluster": {"release": "slurm-cluster-abcdefghij"}}}
-        )
+        values = merge(values, {"slurm": {"cluster": {"release": "slurm-cluster-abcdefghij"}}})
     assert _render(chart, values, tmp_path)
 
 
 def test_slurm_cluster_gets_the_bridge_partition_on_the_bridge_worker(
-    spec: kind.PlanInput, tmp_path: Path
+    spec: PlanInput, tmp_path: Path
 ) -> None:
     """The profile's cluster plus the harness's bridge NodeSet: its partition is on, its pods tolerate the taint."""
-    values, _ = kind.chart_values("slurm-cluster", spec.profile, spec.harness_values)
+    values, _ = chart_values("slurm-cluster", spec.profile, spec.harness_values)
     text = yaml.safe_dump_all(_render("slurm-cluster", values, tmp_path))
     assert re.search(r"PartitionName=slurm-bridge Nodes=bridge\b", text)
     bridge = values["nodesets"]["bridge"]
     assert bridge["nodeSelector"] == {"scheduler.slinky.slurm.net/slurm-bridge": "worker"}
-    assert {"key": kind.MANAGED_NODE_TAINT, "operator": "Exists", "effect": "NoExecute"} in bridge[
+    assert {"key": MANAGED_NODE_TAINT, "operator": "Exists", "effect": "NoExecute"} in bridge[
         "tolerations"
     ]
 
 
-def test_labeler_image_is_the_one_the_chart_renders(spec: kind.PlanInput, tmp_path: Path) -> None:
-    values, _ = kind.chart_values("gpu-topology-labeler", spec.profile, spec.harness_values)
+def test_labeler_image_is_the_one_the_chart_renders(spec: PlanInput, tmp_path: Path) -> None:
+    values, _ = chart_values("gpu-topology-labeler", spec.profile, spec.harness_values)
     docs = _render("gpu-topology-labeler", values, tmp_path)
     images = {
         c["image"]
@@ -330,7 +350,7 @@ def test_labeler_image_is_the_one_the_chart_renders(spec: kind.PlanInput, tmp_pa
         if d["kind"] in ("Deployment", "DaemonSet")
         for c in d["spec"]["template"]["spec"]["containers"]
     }
-    built = kind.image_ref(
+    built = image_ref(
         spec.chart_defaults["gpu-topology-labeler"],
         values,
         spec.app_versions["gpu-topology-labeler"],
@@ -339,17 +359,17 @@ def test_labeler_image_is_the_one_the_chart_renders(spec: kind.PlanInput, tmp_pa
 
 
 def test_bridge_scheduler_name_reaches_the_rendered_scheduler_config(
-    spec: kind.PlanInput, tmp_path: Path
+    spec: PlanInput, tmp_path: Path
 ) -> None:
-    values, _ = kind.chart_values("slurm-bridge", spec.profile, spec.harness_values)
+    values, _ = chart_values("slurm-bridge", spec.profile, spec.harness_values)
     docs = _render("slurm-bridge", values, tmp_path)
     text = yaml.safe_dump_all(d for d in docs if d["kind"] == "ConfigMap")
-    assert f"schedulerName: {kind.scheduler_name(values)}" in text
+    assert f"schedulerName: {scheduler_name(values)}" in text
 
 
 def test_stage_chart_replaces_ci_with_the_kind_values(tmp_path: Path) -> None:
     source = charts.CHARTS_DIR / "gpu-topology-labeler"
-    step = kind.StageChart("s", source, tmp_path / "labeler", {"topology": {"preset": "gfd"}})
+    step = StageChart("s", source, tmp_path / "labeler", {"topology": {"preset": "gfd"}})
     kind.stage_chart(step)
     assert [p.name for p in (tmp_path / "labeler" / "ci").iterdir()] == ["kind-values.yaml"]
     assert yaml.safe_load((tmp_path / "labeler" / "ci" / "kind-values.yaml").read_text()) == {
@@ -370,9 +390,9 @@ def _sh(script: str) -> tuple[str, ...]:
 def test_execute_captures_substitutes_and_polls(tmp_path: Path) -> None:
     counter = tmp_path / "n"
     counter.write_text("0")
-    steps: list[kind.Step] = [
-        kind.Run("id", _sh("echo 'Submitted 17'"), capture="job", pattern=r"(\d+)"),
-        kind.Poll(
+    steps: list[Step] = [
+        Run("id", _sh("echo 'Submitted 17'"), capture="job", pattern=r"(\d+)"),
+        Poll(
             "wait",
             _sh(
                 f'n=$(($(cat {counter}) + 1)); echo $n > {counter}; [ $n -ge 3 ] && echo "done node-b"'
@@ -380,7 +400,7 @@ def test_execute_captures_substitutes_and_polls(tmp_path: Path) -> None:
             until=r"done (\S+)",
             capture="where",
         ),
-        kind.Run("use", ("sh", "-c", 'test "$0" = 17 && test "$1" = node-b', "${job}", "${where}")),
+        Run("use", ("sh", "-c", 'test "$0" = 17 && test "$1" = node-b', "${job}", "${where}")),
     ]
     slept: list[float] = []
     found = kind.execute(steps, dict(os.environ), lambda _: None, slept.append)
@@ -389,31 +409,31 @@ def test_execute_captures_substitutes_and_polls(tmp_path: Path) -> None:
 
 
 def test_execute_stops_at_the_first_failure_with_its_output() -> None:
-    steps: list[kind.Step] = [
-        kind.Run("breaks", _sh("echo boom >&2; exit 3")),
-        kind.Run("never", _sh("exit 0")),
+    steps: list[Step] = [
+        Run("breaks", _sh("echo boom >&2; exit 3")),
+        Run("never", _sh("exit 0")),
     ]
-    with pytest.raises(kind.KindError, match=r"breaks: exit 3: boom"):
+    with pytest.raises(KindError, match=r"breaks: exit 3: boom"):
         kind.execute(steps, dict(os.environ), lambda _: None)
 
 
 def test_poll_fail_pattern_and_timeout() -> None:
-    failing = kind.Poll("job", _sh("echo JobState=FAILED"), until="COMPLETED", fail=kind.JOB_FAILED)
-    with pytest.raises(kind.KindError, match="JobState=FAILED"):
+    failing = Poll("job", _sh("echo JobState=FAILED"), until="COMPLETED", fail=JOB_FAILED)
+    with pytest.raises(KindError, match="JobState=FAILED"):
         kind.execute([failing], dict(os.environ), lambda _: None, lambda _: None)
-    never = kind.Poll("slow", _sh("echo PENDING"), until="COMPLETED", timeout=0)
-    with pytest.raises(kind.KindError, match="not reached in 0s; last output: PENDING"):
+    never = Poll("slow", _sh("echo PENDING"), until="COMPLETED", timeout=0)
+    with pytest.raises(KindError, match="not reached in 0s; last output: PENDING"):
         kind.execute([never], dict(os.environ), lambda _: None, lambda _: None)
 
 
 def test_execute_names_a_missing_command() -> None:
-    with pytest.raises(kind.KindError, match="cannot run no-such-command-here"):
-        kind.execute([kind.Run("x", ("no-such-command-here",))], dict(os.environ), lambda _: None)
+    with pytest.raises(KindError, match="cannot run no-such-command-here"):
+        kind.execute([Run("x", ("no-such-command-here",))], dict(os.environ), lambda _: None)
 
 
 def test_execute_refuses_a_variable_nobody_captured() -> None:
-    with pytest.raises(kind.KindError, match=r"\$\{nope\} before a step captured it"):
-        kind.execute([kind.Run("x", ("echo", "${nope}"))], dict(os.environ), lambda _: None)
+    with pytest.raises(KindError, match=r"\$\{nope\} before a step captured it"):
+        kind.execute([Run("x", ("echo", "${nope}"))], dict(os.environ), lambda _: None)
 
 
 # --- without Docker or kind: one line, exit 0, no pass claimed ------------------------------------
@@ -424,12 +444,10 @@ def _run_module(tmp_path: Path, path: str) -> subprocess.CompletedProcess[str]:
         "PATH": path,
         "HOME": str(tmp_path),
         "SLINKY_SUITE_CACHE": str(tmp_path / "cache"),
-        "PYTHONPATH": os.pathsep.join(
-            [str(toolchain.REPO_ROOT / "scripts"), str(toolchain.REPO_ROOT)]
-        ),
+        "PYTHONPATH": os.pathsep.join([str(paths.REPO_ROOT / "scripts"), str(paths.REPO_ROOT)]),
     }
     return subprocess.run(
-        [sys.executable, "-m", "slinky_harness.kind", "--name", "nodocker"],
+        [sys.executable, "-m", "slinky_harness.apps.kind", "--name", "nodocker"],
         env=env,
         capture_output=True,
         text=True,
@@ -539,9 +557,7 @@ def test_main_runs_the_plan_in_order_and_deletes_the_cluster(
     bridge = next(c for c in commands if c.startswith("ct install") and "slurm-bridge" in c)
     assert bridge.endswith("--set=slurm.cluster.release=slurm-cluster-ab12cd34ef")
     assert "exec -n slurm slurm-login-0 -- sbatch" in "\n".join(commands)
-    assert (
-        err.count("kind: [") == len(kind.build_plan(kind.plan_input(NAME, tmp_path, False))[0]) + 1
-    )
+    assert err.count("kind: [") == len(build_plan(kind.plan_input(NAME, tmp_path, False))[0]) + 1
 
 
 def test_main_failure_is_one_error_line_and_still_deletes_the_cluster(

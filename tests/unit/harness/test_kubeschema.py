@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slinky_harness import kubeschema
+from slinky_harness.k8s import schemas as kubeschema
 
 
 def _service_monitor(**endpoint: Any) -> dict[str, Any]:

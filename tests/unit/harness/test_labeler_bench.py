@@ -1,25 +1,21 @@
-"""labeler_bench without a cluster: its fleet, audit policy and reader, token id, targets; and
-the labeler's parallel node patches (``--write-workers``) that the benchmark runs with."""
+"""labeler_bench without a cluster: its fleet and targets; and the labeler's parallel node patches
+(``--write-workers``) that the benchmark runs with."""
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import yaml
 
-from slinky_harness import labeler_bench as lb
+from slinky_harness.apps import labeler_bench as lb
 from slinky_topology.labeler.metrics import Metrics
 from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
 from slinky_topology.labeler.reconcile import NodeChange, Plan
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from pathlib import Path
 
 
 def test_bench_fleet_is_nvl72_racks_under_leaves_spines_and_one_core() -> None:
@@ -37,55 +33,6 @@ def test_bench_fleet_is_nvl72_racks_under_leaves_spines_and_one_core() -> None:
         (label["nvidia.com/gpu.clique"], label["fabric.slinky.dev/leaf"]) for label in labels
     }
     assert len(leaf_of) == len(racks)
-
-
-def test_audit_policy_records_only_the_users_writes() -> None:
-    user = lb.service_account_user("ns", "sa")
-    policy = yaml.safe_load(lb.audit_policy([user]))
-    assert policy["kind"] == "Policy" and "RequestReceived" in policy["omitStages"]
-    reviews, writes, rest = policy["rules"]
-    assert reviews["level"] == "None"
-    assert writes == {"level": "Metadata", "users": [user], "verbs": sorted(lb.WRITE_VERBS)}
-    assert rest == {"level": "None"}
-
-
-def _event(verb: str, resource: str, name: str, code: int, user: str, **extra: Any) -> str:
-    body = {
-        "stage": extra.get("stage", "ResponseComplete"),
-        "verb": verb,
-        "user": {
-            "username": user,
-            "extra": {"authentication.kubernetes.io/credential-id": ["JTI=abc"]},
-        },
-        "objectRef": {"resource": resource, "name": name, "namespace": "ns"},
-        "responseStatus": {"code": code},
-    }
-    return json.dumps(body)
-
-
-def test_read_audit_writes_keeps_completed_writes_of_one_user(tmp_path: Path) -> None:
-    me, other = "system:serviceaccount:ns:sa", "admin"
-    lines = [
-        _event("patch", "nodes", "n1", 200, me),
-        _event("get", "nodes", "n1", 200, me),
-        _event("patch", "nodes", "n2", 200, me, stage="ResponseStarted"),
-        _event("create", "configmaps", "cm", 409, me),
-        _event("patch", "nodes", "n3", 200, other),
-    ]
-    (tmp_path / "audit.log").write_text("\n".join(lines) + "\n")
-    writes = lb.read_audit_writes(tmp_path / "audit.log", user=me)
-    assert [(w.verb, w.resource, w.name, w.ok) for w in writes] == [
-        ("patch", "nodes", "n1", True),
-        ("create", "configmaps", "cm", False),
-    ]
-    assert writes[0].credential == "JTI=abc"
-    assert len(lb.read_audit_writes(tmp_path / "audit.log")) == 3
-    assert lb.read_audit_writes(tmp_path / "missing.log") == []
-
-
-def test_token_credential_is_the_jti_claim() -> None:
-    claims = base64.urlsafe_b64encode(json.dumps({"jti": "1234-5"}).encode()).rstrip(b"=")
-    assert lb.token_credential(f"header.{claims.decode()}.signature") == "JTI=1234-5"
 
 
 def _figures(**overrides: Any) -> lb.Figures:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from slinky_harness import manifests
+from slinky_harness.k8s import manifests
 
 LABELS = {
     "app.kubernetes.io/name": "demo",
@@ -159,7 +159,7 @@ def test_values_text_reads_back_exactly_in_yaml() -> None:
     """Values files survive a YAML parser unchanged: y/n, numbers-as-strings, control and astral characters."""
     import yaml  # noqa: PLC0415
 
-    from slinky_harness.helm import values_text  # noqa: PLC0415
+    from slinky_harness.helm.client import values_text  # noqa: PLC0415
 
     tricky = {"a": ["y", "n", "0o7", "1e3", "\x7f", "\x85", "\x9f", "\U00010000", "\ufeff", "\u2028", "tab\there"]}
     assert yaml.safe_load(values_text(tricky)) == tricky

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from slinky_harness import charts, release, toolchain
+from slinky_harness.apps import release
+from slinky_harness.build import toolchain
+from slinky_harness.helm import charts
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -1,4 +1,4 @@
-"""The pure parts of ``slinky_harness.slurmdbd``: the operator's slurmdbd.conf, localisation, the
+"""The pure parts of ``slinky_harness.slurm.dbd``: the operator's slurmdbd.conf, localisation, the
 Accounting object and rendered Secrets (the daemons themselves run in tests/slurm)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from slinky_harness.slurm import HARNESS_KEYS, compose_slurm_conf
-from slinky_harness.slurmdbd import (
+from slinky_harness.slurm.conf import HARNESS_KEYS, compose_slurm_conf
+from slinky_harness.slurm.dbd_conf import (
     AccountingSpec,
     localize_slurmdbd_conf,
     operator_slurmdbd_conf,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from slinky_harness import helm
+from slinky_harness.helm import client as helm
 from slinky_topology.labeler.controller import build_parser, quiet_seconds
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"

@@ -1,0 +1,406 @@
+"""The gpu-topology-labeler at scale against a real API server: benchmark and shared helpers.
+
+``python -m slinky_harness.apps.labeler_bench`` (``nox -s bench``) starts a kwok control plane
+(:mod:`slinky_harness.k8s.cluster`) whose kube-apiserver writes an audit log of every write made
+by the labeler's ServiceAccount, creates 5,000 fake GB200 nodes in NVL72 racks (GFD
+``nvidia.com/gpu.clique`` labels plus leaf/spine/core fabric labels), gives the labeler a
+ServiceAccount with the rights the chart grants and a token from the TokenRequest API, and runs
+``python -m slinky_topology.labeler --once`` twice as a separate process. It prints::
+
+    nodes                      5000
+    first pass seconds         ...   (process wall time: start, list, plan, write, exit)
+    writes                     ...   (successful writes in the audit log, by resource)
+    writes per node            1.00
+    second pass writes         0
+    peak memory MiB            ...   (peak RSS of the labeler process in the first pass)
+
+Writes are counted from the API server's audit log (successful ``create``/``update``/``patch``
+requests by the labeler's identity), not from the controller's own counter; the controller's
+``pass done`` log line is read too and must agree. The exit status is 1 when a target is missed:
+the first pass takes longer than ``--max-seconds`` (default 60), a node is written more or less
+than once, the ConfigMap is not written exactly once, or the second pass writes anything.
+
+The labeler runs with ``--qps 0`` (no client-side write limit; the chart default is 20 writes per
+second, which alone would make 5,000 first-time patches take over four minutes) and
+``--write-workers 8`` (eight node patches in flight; one at a time, the round trips of 5,000
+patches alone take over a minute on a busy 2-core machine). The fake nodes
+are not kwok-managed (no kwok controller runs; no scheduler either): their heartbeats would only
+load the two cores and the labeler never looks at node status. Besides wall time the benchmark
+reports the CPU time of the labeler and of kube-apiserver plus etcd during the first pass: on a
+shared machine the wall time depends on what else runs, the CPU time much less.
+
+It is a program, not a library: what it shares with the cluster tier's labeler tests (the audit
+policy and reader, fast node creation, TokenRequest and token kubeconfig, running the labeler as a
+measured process) lives in :mod:`slinky_harness.k8s`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from slinky_harness.core.errors import HarnessError
+from slinky_harness.k8s.accounts import mint_token, service_account_user, token_kubeconfig
+from slinky_harness.k8s.audit import audit_policy, read_audit_writes
+from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.fleet import Fleet, create_nodes, parse_fleet
+from slinky_harness.k8s.labeler import run_labeler
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+__all__ = ["LABEL_MAP", "Figures", "bench_fleet", "build_parser", "main", "misses"]
+
+
+LABEL_MAP = (
+    "accelerator=nvidia.com/gpu.clique,leaf=fabric.slinky.dev/leaf,"
+    "spine=fabric.slinky.dev/spine,core=fabric.slinky.dev/core"
+)
+"""``--label-map`` for the fleets of this module and ``tests/data/fleets/labeler-*.yaml``."""
+
+TRAYS_PER_RACK = 18
+RACKS_PER_UNIT = 16
+
+
+# --- audit log -----------------------------------------------------------------------------------
+
+
+# --- cluster set-up ------------------------------------------------------------------------------
+
+
+def bench_fleet(nodes: int) -> Fleet:
+    """``nodes`` GB200 trays: NVL72 racks of 18 (one GFD clique each) on a leaf switch per rack,
+    16 racks per spine, one core; the last rack may be partial."""
+    groups: list[dict[str, Any]] = []
+    per_unit = TRAYS_PER_RACK * RACKS_PER_UNIT
+    for unit, start in enumerate(range(0, nodes, per_unit), start=1):
+        groups.append(
+            {
+                "name": f"su{unit:02d}",
+                "count": min(per_unit, nodes - start),
+                "namePattern": f"gb-su{unit:02d}-r{{block:02d}}-t{{slot:02d}}",
+                "blockSize": TRAYS_PER_RACK,
+                "resources": {"cpu": "144", "memory": "960Gi", "pods": "110"},
+                "gpu": {
+                    "count": 4,
+                    "product": "NVIDIA-GB200",
+                    "memoryMiB": 189471,
+                    "family": "blackwell",
+                    "clique": f"c0ffee00-0000-4000-8000-0000{unit:04d}{{block:04d}}.32766",
+                },
+                "labels": {
+                    "fabric.slinky.dev/leaf": f"su{unit:02d}-leaf{{block:02d}}",
+                    "fabric.slinky.dev/spine": f"su{unit:02d}-spine",
+                    "fabric.slinky.dev/core": "core",
+                },
+            }
+        )
+    return parse_fleet({"kind": "Fleet", "name": f"labeler-bench-{nodes}", "nodeGroups": groups})
+
+
+def labeler_rbac(namespace: str, account: str, configmap: str) -> list[dict[str, Any]]:
+    """ServiceAccount and the rights the chart's controller RBAC grants (bench only: the
+    cluster tests apply the chart's own rendered RBAC)."""
+    meta = {"name": account, "namespace": namespace}
+    subject = [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
+    group = "rbac.authorization.k8s.io"
+    rbac = f"{group}/v1"
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": account},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["nodes"],
+                    "verbs": ["get", "list", "watch", "patch"],
+                }
+            ],
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": account},
+            "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": account},
+            "subjects": subject,
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": meta,
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "resourceNames": [configmap],
+                    "verbs": ["get", "update", "patch"],
+                },
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+            ],
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": group, "kind": "Role", "name": account},
+            "subjects": subject,
+        },
+    ]
+
+
+# --- running the labeler -------------------------------------------------------------------------
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a running process has used so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def component_pids(cluster: Cluster) -> dict[str, int]:
+    """Pids of the cluster's components by name, from kwokctl's pid files."""
+    out: dict[str, int] = {}
+    for pidfile in (cluster.cluster_dir / "pids").glob("*.pid"):
+        try:
+            out[pidfile.stem] = int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+# --- the benchmark -------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    """What the benchmark measured."""
+
+    nodes: int
+    create_seconds: float
+    first_pass_seconds: float
+    first_pass_reported_seconds: float
+    writes: dict[str, int]
+    node_writes: int
+    nodes_written: int
+    configmap_writes: int
+    reported_writes: int
+    second_pass_seconds: float
+    second_pass_writes: int
+    peak_memory_mib: float
+    failed_requests: int
+    labeler_cpu_seconds: float
+    server_cpu_seconds: float
+
+    @property
+    def writes_total(self) -> int:
+        return sum(self.writes.values())
+
+    @property
+    def writes_per_node(self) -> float:
+        return self.node_writes / self.nodes if self.nodes else 0.0
+
+    def lines(self) -> list[str]:
+        by_kind = ", ".join(f"{k} {v}" for k, v in sorted(self.writes.items()))
+        rows = [
+            ("nodes", f"{self.nodes}"),
+            ("node creation seconds", f"{self.create_seconds:.1f} (set-up, not the labeler)"),
+            (
+                "first pass seconds",
+                f"{self.first_pass_seconds:.1f} (process; its pass alone "
+                f"{self.first_pass_reported_seconds:.1f})",
+            ),
+            ("writes", f"{self.writes_total} ({by_kind}; audit log)"),
+            ("writes per node", f"{self.writes_per_node:.2f} ({self.nodes_written} nodes written)"),
+            ("writes reported by the labeler", f"{self.reported_writes}"),
+            ("failed write requests", f"{self.failed_requests}"),
+            (
+                "first pass CPU seconds",
+                f"labeler {self.labeler_cpu_seconds:.1f}, kube-apiserver + etcd "
+                f"{self.server_cpu_seconds:.1f} (2 cores shared with the machine's other work)",
+            ),
+            ("second pass seconds", f"{self.second_pass_seconds:.1f}"),
+            ("second pass writes", f"{self.second_pass_writes}"),
+            ("peak memory MiB", f"{self.peak_memory_mib:.0f} (labeler process, first pass)"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        return [f"{k:<{width}}  {v}" for k, v in rows]
+
+
+def misses(fig: Figures, max_seconds: float) -> list[str]:
+    """Targets the figures miss (empty: all met)."""
+    out = []
+    if fig.first_pass_seconds > max_seconds:
+        out.append(f"first pass took {fig.first_pass_seconds:.1f}s > {max_seconds:.0f}s")
+    if fig.node_writes != fig.nodes or fig.nodes_written != fig.nodes:
+        out.append(
+            f"{fig.node_writes} node writes to {fig.nodes_written} nodes; "
+            f"expected exactly one write to each of the {fig.nodes} nodes"
+        )
+    if fig.configmap_writes != 1:
+        out.append(f"{fig.configmap_writes} ConfigMap writes, expected 1 (create)")
+    if fig.reported_writes != fig.node_writes + fig.configmap_writes:
+        out.append(
+            f"the labeler reports {fig.reported_writes} writes; the audit log holds "
+            f"{fig.node_writes + fig.configmap_writes}"
+        )
+    if fig.second_pass_writes:
+        out.append(f"second pass wrote {fig.second_pass_writes} times, expected 0")
+    if fig.failed_requests:
+        out.append(f"{fig.failed_requests} write requests failed")
+    return out
+
+
+SERVER_COMPONENTS = frozenset({"kube-apiserver", "etcd"})
+NAMESPACE = "labeler-bench"
+ACCOUNT = "gpu-topology-labeler"
+CONFIGMAP = "slurm-topology"
+
+
+def run_bench(args: argparse.Namespace, workdir: Path) -> Figures:
+    user = service_account_user(NAMESPACE, ACCOUNT)
+    policy = workdir / "audit-policy.yaml"
+    policy.write_text(audit_policy([user]))
+    fleet = bench_fleet(args.nodes)
+    # Nothing is scheduled and no node needs a kubelet: no kwok controller, no scheduler.
+    extra = [f"--kube-audit-policy={policy}", "--disable=kwok-controller,kube-scheduler"]
+    with Cluster.start(workdir / "cluster", stages=None, extra_args=extra) as cluster:
+        print(f"control plane up in {cluster.start_seconds:.1f}s", file=sys.stderr)
+        api = cluster.api_client()
+        try:
+            cluster.apply(labeler_rbac(NAMESPACE, ACCOUNT, CONFIGMAP))
+            created = create_nodes(api, fleet.nodes(), workers=args.workers)
+            print(f"{args.nodes} nodes created in {created:.1f}s", file=sys.stderr)
+        finally:
+            api.close()
+        token = mint_token(cluster, NAMESPACE, ACCOUNT)
+        kubeconfig = token_kubeconfig(
+            cluster,
+            token,
+            workdir / "labeler.kubeconfig",
+            user=service_account_user(NAMESPACE, ACCOUNT),
+        )
+        audit = cluster.logs_dir / "audit.log"
+        common = [
+            f"--kubeconfig={kubeconfig}",
+            f"--namespace={NAMESPACE}",
+            f"--configmap={CONFIGMAP}",
+            f"--label-map={LABEL_MAP}",
+            f"--qps={args.qps}",
+            f"--write-workers={args.write_workers}",
+            "--metrics-port=0",
+            "--once",
+        ]
+        servers = [
+            pid for name, pid in component_pids(cluster).items() if name in SERVER_COMPONENTS
+        ]
+        server_cpu = sum(process_cpu_seconds(pid) for pid in servers)
+        first = run_labeler(common)
+        server_cpu = sum(process_cpu_seconds(pid) for pid in servers) - server_cpu
+        if first.returncode != 0:
+            raise BenchError("first pass failed: " + first.describe())
+        after_first = read_audit_writes(audit, user=user)
+        second = run_labeler(common)
+        if second.returncode != 0:
+            raise BenchError("second pass failed: " + second.describe())
+        after_second = read_audit_writes(audit, user=user)
+    ok = [w for w in after_first if w.ok]
+    node_writes = [w for w in ok if w.resource == "nodes"]
+    writes: dict[str, int] = {}
+    for w in ok:
+        key = f"{w.resource}/{w.subresource}" if w.subresource else w.resource
+        writes[f"{key} {w.verb}"] = writes.get(f"{key} {w.verb}", 0) + 1
+    return Figures(
+        nodes=args.nodes,
+        create_seconds=created,
+        first_pass_seconds=first.seconds,
+        first_pass_reported_seconds=float(first.last("pass done").get("seconds", 0.0)),
+        writes=writes,
+        node_writes=len(node_writes),
+        nodes_written=len({w.name for w in node_writes}),
+        configmap_writes=sum(1 for w in ok if w.resource == "configmaps"),
+        reported_writes=int(first.last("pass done").get("writes", -1)),
+        second_pass_seconds=second.seconds,
+        second_pass_writes=len(after_second) - len(after_first),
+        peak_memory_mib=first.peak_rss_mib,
+        failed_requests=sum(1 for w in after_second if not w.ok),
+        labeler_cpu_seconds=first.cpu_seconds,
+        server_cpu_seconds=server_cpu,
+    )
+
+
+class BenchError(HarnessError):
+    """The benchmark could not run to the end."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m slinky_harness.apps.labeler_bench",
+        description="First full pass of the gpu-topology-labeler on N fake nodes: time, API "
+        "writes (from the API server's audit log), second-pass writes, peak memory.",
+    )
+    p.add_argument("--nodes", type=int, default=5000, help="fake GPU nodes (default: 5000)")
+    p.add_argument(
+        "--qps", type=float, default=0.0, help="labeler --qps (default: 0, no write limit)"
+    )
+    p.add_argument(
+        "--write-workers",
+        type=int,
+        default=8,
+        help="labeler --write-workers: node patches in flight (default: 8)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=60.0,
+        help="target for the first pass, whole process (default: 60)",
+    )
+    p.add_argument("--workers", type=int, default=8, help="parallel node creations (set-up)")
+    p.add_argument("--workdir", type=Path, help="keep the cluster folder and logs here")
+    p.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.nodes < 1:
+        print("error: --nodes must be at least 1", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="labeler-bench-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            figures = run_bench(args, workdir)
+        except BenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    print("gpu-topology-labeler benchmark")
+    for line in figures.lines():
+        print(f"  {line}")
+    if args.json:
+        body = {k: v for k, v in vars(figures).items()}
+        body["writes_per_node"] = figures.writes_per_node
+        print(json.dumps(body, indent=2, sort_keys=True))
+    missed = misses(figures, args.max_seconds)
+    for miss in missed:
+        print(f"target missed: {miss}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    from slinky_harness.core.processes import run_main
+
+    raise SystemExit(run_main(main))

@@ -1,0 +1,1 @@
+"""Helm: the chart index, the one Helm client and the one values merge."""

@@ -1,0 +1,249 @@
+"""The one Helm client of the harness: the pinned ``helm`` (or ``helm3``) binary, offline or bound
+to a cluster.
+
+:class:`Helm` runs any helm command; bound to a :class:`~slinky_harness.k8s.cluster.Cluster` it
+passes the cluster's kubeconfig and keeps Helm's config, cache and data folders under ``home``,
+so that two clients never share repository or plugin state. The offline helpers :func:`template`,
+:func:`dry_run_install` and :func:`lint` write values to a temporary file (never ``--set``, so
+types survive) and return the parsed documents. YAML is parsed strictly: a duplicate mapping key
+is an error, because Helm 4's server-side apply rejects what the API server would silently merge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness.build import toolchain
+from slinky_harness.core.errors import HarnessError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from slinky_harness.k8s.cluster import Cluster
+
+DEFAULT_RELEASE = "rel"
+DEFAULT_NAMESPACE = "suite-ns"
+EXTRA_API_VERSIONS = (
+    "monitoring.coreos.com/v1",
+    "cert-manager.io/v1",
+    "keda.sh/v1alpha1",
+    "autoscaling/v2",
+    "policy/v1",
+)
+"""API groups of optional integrations, announced so capability-gated templates render."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """A SafeLoader that rejects duplicate keys in a mapping."""
+
+
+def _construct_mapping(
+    loader: StrictLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse_documents(text: str) -> list[dict[str, Any]]:
+    """All non-empty YAML documents in ``text``; raises ``yaml.YAMLError`` on bad YAML."""
+    docs = []
+    for doc in yaml.load_all(text, Loader=StrictLoader):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise yaml.YAMLError(f"a rendered document is a {type(doc).__name__}, not a mapping")
+        docs.append(doc)
+    return docs
+
+
+@dataclass
+class HelmResult:
+    """The outcome of one helm command."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    notes: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def describe(self) -> str:
+        return f"$ {' '.join(self.args)}\nexit {self.returncode}\n{self.stderr.strip()}"
+
+
+class HelmError(HarnessError):
+    """A helm command failed; the message holds the command, its exit status and its stderr."""
+
+
+@dataclass(frozen=True)
+class Helm:
+    """A pinned helm binary, offline (``cluster`` None) or bound to ``cluster`` with Helm's
+    config, cache and data folders under ``home``."""
+
+    binary: Path
+    cluster: Cluster | None = None
+    home: Path | None = None
+
+    @classmethod
+    def pinned(cls, name: str = "helm", **bound: Any) -> Helm:
+        """The pinned tool ``name`` (``helm`` is Helm 4, ``helm3`` Helm 3); ``bound``:
+        ``cluster=`` and ``home=``."""
+        return cls(toolchain.ensure(name), **bound)
+
+    def env(self) -> dict[str, str] | None:
+        """The cluster's environment with Helm's folders under ``home`` (None: this process's)."""
+        if self.cluster is None and self.home is None:
+            return None
+        env = self.cluster.env() if self.cluster is not None else dict(os.environ)
+        if self.home is not None:
+            for var in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
+                env[var] = str(self.home / var.lower())
+        return env
+
+    def run(
+        self, *args: str, namespace: str | None = None, check: bool = True, timeout: float = 300
+    ) -> HelmResult:
+        """``helm ARGS`` (with ``-n namespace``); :class:`HelmError` on failure when ``check``."""
+        cmd = [str(self.binary)]
+        if self.cluster is not None:
+            cmd += ["--kubeconfig", str(self.cluster.kubeconfig)]
+        if namespace:
+            cmd += ["-n", namespace]
+        cmd += args
+        proc = subprocess.run(
+            cmd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
+        )
+        result = HelmResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+        if check and not result.ok:
+            raise HelmError(f"helm {' '.join(args)} failed: {result.describe()}\n{result.stdout}")
+        return result
+
+
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def values_text(values: dict[str, Any]) -> str:
+    """``values`` as JSON that Helm's YAML parser reads exactly as Python wrote it.
+
+    JSON is YAML that every parser reads the same way (PyYAML's YAML 1.1 dump leaves strings such
+    as ``y`` bare, which Helm reads as booleans). Characters outside the BMP are written as UTF-8
+    (Helm rejects surrogate-pair escapes); characters YAML forbids in a stream, or reads as line
+    breaks (NEL, LS, PS), are escaped.
+    """
+    text = json.dumps(values, sort_keys=True, indent=1, ensure_ascii=False)
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _values_file(values: dict[str, Any] | None, tmp: Path) -> list[str]:
+    if values is None:
+        return []
+    path = tmp / "values.json"
+    path.write_text(values_text(values), encoding="utf-8")
+    return ["-f", str(path)]
+
+
+def run(args: Sequence[str], *, helm: str = "helm", timeout: float = 300) -> HelmResult:
+    """Run the offline ``helm`` (or ``helm3``) with ``args``; the result, failed or not."""
+    return Helm.pinned(helm).run(*args, check=False, timeout=timeout)
+
+
+def template(
+    chart: Path,
+    values: dict[str, Any] | None = None,
+    *,
+    helm: str = "helm",
+    release: str = DEFAULT_RELEASE,
+    namespace: str = DEFAULT_NAMESPACE,
+    kube_version: str | None = None,
+    api_versions: Sequence[str] = EXTRA_API_VERSIONS,
+    extra_args: Sequence[str] = (),
+) -> HelmResult:
+    """``helm template`` of ``chart`` with ``values``; documents parsed when it succeeds."""
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as tmp:
+        args = ["template", release, str(chart), "--namespace", namespace]
+        args += _values_file(values, Path(tmp))
+        if kube_version:
+            args += ["--kube-version", kube_version]
+        for api in api_versions:
+            args += ["--api-versions", api]
+        args += list(extra_args)
+        result = run(args, helm=helm)
+    if result.ok:
+        result.docs = parse_documents(result.stdout)
+    return result
+
+
+def dry_run_install(
+    chart: Path,
+    values: dict[str, Any] | None = None,
+    *,
+    helm: str = "helm",
+    release: str = DEFAULT_RELEASE,
+    namespace: str = DEFAULT_NAMESPACE,
+) -> HelmResult:
+    """A client-side dry-run install: the manifests and the rendered NOTES together."""
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as tmp:
+        args = [
+            "install",
+            release,
+            str(chart),
+            "--namespace",
+            namespace,
+            "--dry-run=client",
+            "-o",
+            "json",
+        ]
+        args += _values_file(values, Path(tmp))
+        result = run(args, helm=helm)
+    if result.ok:
+        release_info = json.loads(result.stdout)
+        result.notes = release_info.get("info", {}).get("notes", "") or ""
+        result.docs = parse_documents(release_info.get("manifest", ""))
+        for hook in release_info.get("hooks", []) or []:
+            result.docs.extend(parse_documents(hook.get("manifest", "")))
+    return result
+
+
+def lint(
+    chart: Path,
+    values_file: Path | None = None,
+    *,
+    helm: str = "helm",
+    kube_version: str | None = None,
+    strict: bool = True,
+) -> HelmResult:
+    """``helm lint [--strict]`` of ``chart`` with an optional values file."""
+    args = ["lint", str(chart)]
+    if strict:
+        args.append("--strict")
+    if values_file is not None:
+        args += ["-f", str(values_file)]
+    if kube_version:
+        args += ["--kube-version", kube_version]
+    return run(args, helm=helm)
