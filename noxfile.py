@@ -111,12 +111,14 @@ def cluster(session: nox.Session) -> None:
     session.run("python", "-m", "slinky_harness.build.image", "prepare")
     # One run: the real Slinky operator and slurm-bridge are built with the control plane from
     # tools/go.mod (SlinkyProject modules pinned in tools/go.sum), so nothing here is optional.
-    # --dist loadfile: a file's tests share module fixtures (one control plane, operator or bridge
-    # per file) and some follow on from each other, so each file runs whole in one worker.
-    _pytest(session, "tests/cluster", "--dist", "loadfile")
+    # --dist loadscope: each file runs whole in one worker, except the files of tests/conftest.py's
+    # SPREAD, whose independent tests are handed out one by one.
+    _pytest(session, "tests/cluster", "--dist", "loadscope")
 
 
-@nox.session
+# Not a default session: the cluster tier runs the same demo (tests/cluster/test_demo.py, which
+# also checks its report against the live cluster), so a CI run runs the demo once.
+@nox.session(default=False)
 def demo(session: nox.Session) -> None:
     """README's main command: a kwok GPU fleet, the suite installed, its topology in a real slurmctld."""
     _install(session, "test")

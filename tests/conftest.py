@@ -40,3 +40,40 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent when xdist is not loaded
 def pytest_testnodedown(node: Any, error: Any) -> None:
     worker_summary.merge(node)
+
+
+SPREAD = frozenset({
+    "tests/cluster/test_charts.py",
+    "tests/cluster/test_ct_install.py",
+    "tests/cluster/test_operator.py",
+    "tests/cluster/test_security.py",
+    "tests/cluster/test_umbrella.py",
+})  # fmt: skip
+"""Files whose tests are independent of each other and long: with ``--dist loadscope`` xdist hands
+them out one test at a time (a worker sets up such a file's module fixtures, a control plane or an
+operator, once for the tests it gets). Every other file runs whole in one worker: its tests follow
+on from each other (``test_labeler``), share a fixed port (``test_bridge``: slurm-bridge's
+admission webhook on 9443) or one costly module fixture (``test_image``)."""
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist") != "loadscope":
+        return None
+    missing = sorted(path for path in SPREAD if not (config.rootpath / path).is_file())
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SPREAD names files that do not exist: {missing}")
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only with xdist loaded
+
+    class SpreadScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """loadscope, except that a test of a :data:`SPREAD` file is a scope of its own. Scopes
+        with more tests go first (``--loadscope-reorder``, the default), so the whole files start
+        at once and the single tests fill the workers around them."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::", 1)[0] in SPREAD:
+                return nodeid
+            scope: str = super()._split_scope(nodeid)
+            return scope
+
+    return SpreadScheduling(config, log)

@@ -236,13 +236,13 @@ def test_ci_runs_every_default_nox_session_and_the_kind_tier() -> None:
         sessions |= set(matrix.get("session") or [])
         assert 'python -m nox -s "$SESSION"' in _runs(job) or not matrix.get("session")
     assert sessions == default_sessions() == {
-        "lint", "render", "props", "unit", "slurm", "cluster", "demo",
+        "lint", "render", "props", "unit", "slurm", "cluster",
     }  # fmt: skip
     kind = ci["jobs"]["kind"]
     assert kind["runs-on"].startswith("ubuntu"), "GitHub's Ubuntu runners have a Docker engine"
     assert "python -m nox -s kind" in _runs(kind)
     root = ci["jobs"]["root-tiers"]
-    assert {"slurm", "cluster", "demo"} == set(root["strategy"]["matrix"]["session"])
+    assert {"slurm", "cluster"} == set(root["strategy"]["matrix"]["session"])
     assert 'sudo -E env "PATH=$PATH" python -m nox' in _runs(root)
 
 
