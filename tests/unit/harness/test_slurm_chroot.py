@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.build import slurm_chroot
 from slinky_harness.build.slurm_chroot import RECIPES, SlurmChrootError, ensure_chroot
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ def test_a_current_marker_is_reused_without_root(
 ) -> None:
     spec = RECIPES[suite]
     root = _marker(tmp_path / f"{suite}-{spec.series}", suite, spec.recipe)
-    monkeypatch.setattr(slurm_chroot.os, "geteuid", lambda: 1000)  # a build would need root
+    monkeypatch.setattr("os.geteuid", lambda: 1000)  # a build would need root
     assert ensure_chroot(suite=suite, cache=tmp_path) == root
 
 
@@ -45,7 +44,7 @@ def test_a_marker_of_another_recipe_is_not_reused(
 ) -> None:
     spec = RECIPES["trixie"]
     _marker(tmp_path / f"trixie-{spec.series}", "trixie", spec.recipe + 1)
-    monkeypatch.setattr(slurm_chroot.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
     with pytest.raises(SlurmChrootError, match="needs root"):
         ensure_chroot(suite="trixie", cache=tmp_path)
 
