@@ -93,9 +93,11 @@ def unit(session: nox.Session) -> None:
 
 @nox.session
 def slurm(session: nox.Session) -> None:
-    """Real Slurm 26.05 (a Debian sid chroot): generated topology loads in slurmctld."""
+    """Real Slurm 26.05 and 24.11 (Debian sid, trixie chroots): generated topology loads in slurmctld."""
     _install(session, "test")
     session.run("python", "-m", "slinky_harness.build.slurm_chroot")
+    # Slurm 24.11 (slurmctld only), for tests/slurm/test_slurm_versions.py: the version rules.
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot", "--suite", "trixie")
     session.env["SLINKY_REQUIRE_SLURM"] = "1"  # fail, never skip, when the tier cannot run
     _pytest(session, "tests/slurm")
 

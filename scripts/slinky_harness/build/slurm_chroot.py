@@ -1,11 +1,16 @@
-"""Build or reuse the cached Debian sid chroot that holds Slurm 26.05 (for slinky_harness.slurm.ctld).
+"""Build or reuse the cached Debian chroots that hold real Slurm (for slinky_harness.slurm.ctld).
 
-It holds slurmctld, slurmd, the client commands, slurmrestd, the ``slurm-wlm-emulator`` build (many
-slurmd per host), slurmdbd and MariaDB (for :mod:`slinky_harness.slurm.dbd`).
+Two recipes (:data:`RECIPES`, keyed by Debian suite):
 
-The chroot lives outside the clone, in
+* ``sid``, Slurm 26.05 (the default; what Slinky's images run): slurmctld, slurmd, the client
+  commands, slurmrestd, the ``slurm-wlm-emulator`` build (many slurmd per host), slurmdbd and
+  MariaDB (for :mod:`slinky_harness.slurm.dbd`).
+* ``trixie``, Slurm 24.11 (Debian stable): slurmctld and the client commands only, to hold the
+  topology generator's per-version rules against a second real controller.
+
+Each chroot lives outside the clone, in
 ``${SLINKY_SUITE_CACHE:-~/.cache/slinky-suite}/slurm-chroot/<suite>-<slurm series>/``
-(``sid-26.05``). It is built with ``debootstrap --variant=minbase`` in a temporary folder next to
+(``sid-26.05``, ``trixie-24.11``). It is built with ``debootstrap --variant=minbase`` in a temporary folder next to
 that path and renamed into place only once it is complete and its Slurm version has been checked, so
 a half-built chroot is never reused. A marker file ``.slinky-chroot.json`` at the top of the chroot
 records what was built; a chroot without a valid marker, or built by another recipe, is rebuilt.
@@ -44,11 +49,13 @@ __all__ = [
     "ACCOUNTING_PACKAGES",
     "CHROOT_ENV",
     "CHROOT_RECIPE",
+    "RECIPES",
     "SLURM_SERIES",
     "SUITE",
     "TEST_GROUP",
     "TEST_USERS",
     "ChrootInfo",
+    "ChrootRecipe",
     "SlurmChrootError",
     "cache_root",
     "chroot_argv",
@@ -83,7 +90,8 @@ with ``SlurmCtld.run(..., user="alice")``."""
 TEST_GROUP = ("slinky", 2000)
 """Group (name, gid) of the :data:`TEST_USERS`."""
 CHROOT_RECIPE = 3
-"""Bump when the build steps change: chroots built by another recipe are rebuilt."""
+"""Bump when the build steps of the sid chroot change: chroots built by another recipe are
+rebuilt."""
 MARKER = ".slinky-chroot.json"
 MOUNT_POINT = "/srv/slinky"
 """Empty folder in the chroot on which a controller's host work folder is bind-mounted."""
@@ -92,6 +100,42 @@ _BUILD_TIMEOUT_S = 1200.0
 
 class SlurmChrootError(HarnessError):
     """The Slurm chroot cannot be built or used (one-line message, details in the log)."""
+
+
+@dataclass(frozen=True)
+class ChrootRecipe:
+    """What one chroot holds; its cache folder is ``<suite>-<series>`` and its marker records
+    ``recipe``, so a change of packages or steps needs a new ``recipe`` number."""
+
+    suite: str
+    series: str
+    """The Slurm release series the suite must carry (the installed slurmctld is ``<series>.x``)."""
+    packages: tuple[str, ...]
+    """Installed by debootstrap."""
+    optional: tuple[str, ...]
+    """Installed afterwards when the suite has them; presence is recorded."""
+    accounting: tuple[str, ...]
+    """Installed afterwards (required when not empty): slurmdbd and MariaDB."""
+    recipe: int
+
+
+RECIPES: Mapping[str, ChrootRecipe] = {
+    "sid": ChrootRecipe(
+        SUITE, SLURM_SERIES, PACKAGES, OPTIONAL_PACKAGES, ACCOUNTING_PACKAGES, CHROOT_RECIPE
+    ),
+    "trixie": ChrootRecipe("trixie", "24.11", ("slurmctld", "slurm-client"), (), (), 1),
+}
+"""Debian suite -> its chroot recipe. ``sid`` is the default chroot (:data:`SUITE`)."""
+
+
+def recipe_for(suite: str) -> ChrootRecipe:
+    """The recipe of ``suite``; :class:`SlurmChrootError` naming the known suites otherwise."""
+    try:
+        return RECIPES[suite]
+    except KeyError:
+        raise SlurmChrootError(
+            f"no Slurm chroot recipe for Debian suite {suite!r}; known: {', '.join(RECIPES)}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -277,7 +321,8 @@ def _ensure_debootstrap(logfile: Path) -> None:
 def _read_marker(root: Path) -> ChrootInfo | None:
     try:
         data = json.loads((root / MARKER).read_text(encoding="utf-8"))
-        if data.get("recipe") != CHROOT_RECIPE:
+        recipe = RECIPES.get(str(data.get("suite")))
+        if recipe is None or data.get("recipe") != recipe.recipe:
             return None
         return ChrootInfo(
             path=root,
@@ -317,14 +362,15 @@ def _add_test_users(root: Path) -> None:
                 f.write(f"{name}:!:19000::::::\n")
 
 
-def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, object]:
+def _build(tmp: Path, spec: ChrootRecipe, mirror: str, logfile: Path) -> dict[str, object]:
     started = time.monotonic()
+    suite = spec.suite
     _ensure_debootstrap(logfile)
     debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
     _run_logged(
         [
             "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
-            debootstrap, "--variant=minbase", "--include=" + ",".join(PACKAGES),
+            debootstrap, "--variant=minbase", "--include=" + ",".join(spec.packages),
             suite, str(tmp), mirror,
         ],
         logfile,
@@ -340,10 +386,10 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
         return res.stdout if res.returncode == 0 else ""
 
     version = inside("dpkg-query", "-W", "-f", "${Version}", "slurmctld", capture=True).strip()
-    if not version.startswith(SLURM_SERIES + "."):
+    if not version.startswith(spec.series + "."):
         raise SlurmChrootError(
             f"Debian {suite} has slurmctld {version or '(none)'}, the suite is pinned to "
-            f"Slurm {SLURM_SERIES}.x"
+            f"Slurm {spec.series}.x"
         )
     # No package may start a service in the chroot (slurmdbd's postinst would try): invoke-rc.d
     # asks policy-rc.d, and 101 means "not allowed".
@@ -352,14 +398,16 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
     policy.chmod(0o755)
     available = [
         p
-        for p in OPTIONAL_PACKAGES
+        for p in spec.optional
         if inside("apt-cache", "show", "--no-all-versions", p, capture=True)
     ]
-    inside("apt-get", "install", "-y", "--no-install-recommends", *available, *ACCOUNTING_PACKAGES)
+    if available or spec.accounting:
+        inside("apt-get", "install", "-y", "--no-install-recommends", *available, *spec.accounting)
     emulator = "slurm-wlm-emulator" in available
-    dbd = inside("dpkg-query", "-W", "-f", "${Version}", "slurmdbd", capture=True).strip()
-    if dbd != version:
-        raise SlurmChrootError(f"slurmdbd {dbd or '(none)'} does not match slurmctld {version}")
+    if spec.accounting:
+        dbd = inside("dpkg-query", "-W", "-f", "${Version}", "slurmdbd", capture=True).strip()
+        if dbd != version:
+            raise SlurmChrootError(f"slurmdbd {dbd or '(none)'} does not match slurmctld {version}")
     inside("apt-get", "clean")
     (tmp / "etc/hosts").write_text(
         "127.0.0.1 localhost slurmctld\n::1 localhost\n", encoding="utf-8"
@@ -368,11 +416,11 @@ def _build(tmp: Path, suite: str, mirror: str, logfile: Path) -> dict[str, objec
     _add_test_users(tmp)
     uid, gid = _slurm_ids(tmp)
     return {
-        "recipe": CHROOT_RECIPE,
+        "recipe": spec.recipe,
         "suite": suite,
         "slurm_version": version,
         "emulator": emulator,
-        "accounting": True,
+        "accounting": bool(spec.accounting),
         "optional_packages": available,
         "mirror": mirror,
         "build_seconds": round(time.monotonic() - started, 1),
@@ -390,16 +438,18 @@ def chroot_info(root: Path | None = None) -> ChrootInfo:
 
 
 def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: bool = False) -> Path:
-    """Return the path of a complete Slurm 26.05 chroot, building it first when needed.
+    """Return the path of a complete Slurm chroot of ``suite`` (:data:`RECIPES`; default sid with
+    Slurm 26.05), building it first when needed.
 
     Warm (marker present and current): returns at once, without network. Cold: about 2 minutes
-    and 310 MB (debootstrap from :func:`debian_mirror`). Concurrent callers (processes) serialise on
-    a lock file; a build interrupted at any point leaves only a ``.build-*`` folder, removed by the
-    next build.
+    and 310 MB for sid, 1.5 minutes and 240 MB for trixie (debootstrap from :func:`debian_mirror`). Concurrent callers
+    (processes) serialise on a lock file; a build interrupted at any point leaves only a
+    ``.build-<suite>-*`` folder, removed by the next build of that suite.
     Must run as root on Linux.
     """
+    spec = recipe_for(suite)
     base = cache if cache is not None else cache_root()
-    final = base / f"{suite}-{SLURM_SERIES}"
+    final = base / f"{suite}-{spec.series}"
     if not rebuild and _read_marker(final) is not None:
         return final
     if os.geteuid() != 0:
@@ -408,22 +458,22 @@ def ensure_chroot(*, suite: str = SUITE, cache: Path | None = None, rebuild: boo
     with locked(base / ".lock"):
         if not rebuild and _read_marker(final) is not None:
             return final  # another process finished it while we waited
-        for stale in base.glob(".build-*"):
+        for stale in base.glob(f".build-{suite}-*"):
             log.info("slurm chroot: removing unfinished build %s", stale)
             _safe_rmtree(stale)
-        for stale in base.glob(".old-*"):
+        for stale in base.glob(f".old-{suite}-*"):
             _safe_rmtree(stale)
-        tmp = Path(tempfile.mkdtemp(prefix=f".build-{suite}-{SLURM_SERIES}-", dir=base))
-        logfile = base / f"{suite}-{SLURM_SERIES}.build.log"
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{suite}-{spec.series}-", dir=base))
+        logfile = base / f"{suite}-{spec.series}.build.log"
         logfile.write_text("", encoding="utf-8")
         try:
             tmp.chmod(0o755)
             with heartbeat(
-                f"slurm chroot: debootstrap of Debian {suite} with Slurm {SLURM_SERIES} into {final}"
+                f"slurm chroot: debootstrap of Debian {suite} with Slurm {spec.series} into {final}"
                 f" (log: {logfile})",
                 "about 2 min",
             ):
-                marker = _build(tmp, suite, debian_mirror(), logfile)
+                marker = _build(tmp, spec, debian_mirror(), logfile)
             (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
             if final.exists():
                 old = base / f".old-{final.name}-{os.getpid()}"
@@ -445,11 +495,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse  # noqa: PLC0415 (CLI only)
     import sys  # noqa: PLC0415
 
-    argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         prog="python -m slinky_harness.build.slurm_chroot", description=__doc__.splitlines()[0]
-    ).parse_args(argv)
+    )
+    parser.add_argument(
+        "--suite",
+        choices=sorted(RECIPES),
+        default=SUITE,
+        help=f"Debian suite of the chroot (default {SUITE}, Slurm {SLURM_SERIES})",
+    )
+    args = parser.parse_args(argv)
     try:
-        root = ensure_chroot()
+        root = ensure_chroot(suite=args.suite)
         info = chroot_info(root)
     except (SlurmChrootError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

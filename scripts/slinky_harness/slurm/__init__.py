@@ -7,12 +7,14 @@ with emulated slurmd and slurmrestd), :mod:`.check` (does slurmctld accept a con
 Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs
 Debian sid's Slurm 26.05 packages in a debootstrap chroot cached outside the clone and reused (see
 :mod:`slinky_harness.build.slurm_chroot`). Needs Linux, root, ``unshare``, ``chroot`` and ``mount``; no
-systemd, no Docker, no munge; slurmd only for real jobs (the emulator build, see below).
+systemd, no Docker, no munge; slurmd only for real jobs (the emulator build, see below). A second
+chroot, Debian trixie's Slurm 24.11 (slurmctld and the client commands only), holds version-dependent
+output (``ensure_chroot(suite="trixie")``; ``slurmctld(files, root=...)`` runs either).
 
 API (what a test needs; all typed)::
 
     from slinky_harness.build.slurm_chroot import (
-        ensure_chroot,        # () -> Path: build once (~1.5 min cold), then reuse (< 1 ms)
+        ensure_chroot,        # (suite="sid") -> Path: build once (~1.5 min cold), then reuse (< 1 ms)
         chroot_info,          # (root) -> ChrootInfo(slurm_version, emulator, build_seconds, ...)
     )
     from slinky_harness.slurm.ctld import (

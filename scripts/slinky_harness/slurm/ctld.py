@@ -524,7 +524,10 @@ class SlurmCtld:
             self.port, self.slurmd_port = ports.allocate_one(), ports.allocate_one()
             self._prepare(files)
             daemon = "slurmctld-wlm-emulator" if self.emulator else "slurmctld-wlm"
-            if not (self.root / "usr/sbin" / daemon).exists():
+            if not (self.root / "usr/sbin" / daemon).exists() or not self.info.emulator:
+                # Without the emulator build the ``slurmctld`` alternative can only be the plain
+                # build; Slurm 24.11 needs that program name (its certmgr refuses to start in a
+                # program not called slurmctld).
                 daemon = "slurmctld"
             argv = ["/usr/sbin/" + daemon, "-D", "-i", "-f", CONF_PATH]
             self._pid = 0

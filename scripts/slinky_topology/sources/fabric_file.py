@@ -21,6 +21,7 @@ from slinky_topology.errors import InputError
 from slinky_topology.limits import MAX_HOSTS, check_document, compose_and_load_yaml
 from slinky_topology.model import Fabric, Node, NvlinkDomain, Switch, TopologyRequest
 from slinky_topology.sources.files import read_text
+from slinky_topology.validate.version import unproven_version
 
 __all__ = ["BUILTIN_DEFAULT", "SCHEMA_PATH", "fabric_from_data", "load_fabric", "schema"]
 
@@ -218,10 +219,23 @@ def _request(t: dict[str, Any]) -> TopologyRequest:
     )
 
 
+def _check_version(version: str | None, location: str, root: yaml.Node | None) -> None:
+    """Refuse a ``slurmVersion`` the project does not prove on a real slurmctld."""
+    refused = None if version is None else unproven_version(version)
+    if refused is None:
+        return
+    line = _line_of(root, ["spec", "slurmVersion"]) if root is not None else None
+    raise InputError(
+        refused + (f" (line {line})" if line is not None else ""),
+        location=f"{location}::$.spec.slurmVersion",
+    )
+
+
 def _from_data(data: Any, location: str, root: yaml.Node | None) -> Fabric:
     _check_schema(data, location, root)
     _check_counts(data["spec"], location)
     spec = data["spec"]
+    _check_version(spec.get("slurmVersion"), location, root)
     domains = tuple(
         NvlinkDomain(d["name"], _int(d.get("slots")), d.get("switch"))
         for d in spec.get("nvlinkDomains", [])

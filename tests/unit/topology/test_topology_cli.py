@@ -366,3 +366,21 @@ def test_fabric_without_cluster_default_generates_exactly_one(
     assert main(["generate", "--fabric", str(path)]) == 0
     loaded = yaml.safe_load(capsys.readouterr().out)
     assert [t["cluster_default"] for t in loaded] == [True] + [False] * (len(loaded) - 1)
+
+
+def test_unproven_slurm_version_is_refused_where_it_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fabric = tmp_path / "f.yaml"
+    fabric.write_text(
+        "apiVersion: fabric.example.org/v1alpha1\nkind: Fabric\nspec:\n"
+        "  switches: [{name: s1}]\n"
+        '  slurmVersion: "25.11"\n'
+        "  nodes: [{name: 'n[1-2]', leaf: s1}]\n"
+    )
+    assert main(["generate", "--fabric", str(fabric), "--format", "topology.conf-tree"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"{fabric}::$.spec.slurmVersion" in err
+    assert "(line 5)" in err
+    assert "'25.11'" in err and "24.11, 26.05" in err

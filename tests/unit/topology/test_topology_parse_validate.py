@@ -331,21 +331,10 @@ def test_line_numbers_do_not_affect_equality() -> None:
 @pytest.mark.parametrize(
     ("version", "yaml_format", "dynamic", "message"),
     [
-        pytest.param("25.11", True, True, None, id="current"),
+        pytest.param("26.05", True, True, None, id="current"),
         pytest.param("24.11", True, False, "topology.yaml needs Slurm >= 25.05", id="yaml-old"),
         pytest.param("24.11", False, True, "dynamic topology", id="dynamic-old"),
-        pytest.param("24.11", False, False, "blocks smaller than the base", id="partial-old"),
-        pytest.param(
-            "23.11",
-            False,
-            False,
-            "BlockSizes in topology default needs Slurm >= 24.05",
-            id="blocksizes-old",
-        ),
-        pytest.param(
-            "23.02", False, False, "block topology default needs Slurm >= 23.11", id="block-old"
-        ),
-        pytest.param("latest", False, False, "is not MAJOR.MINOR", id="bad-version"),
+        pytest.param("24.11", False, False, "fewer nodes than the base", id="partial-old"),
     ],
 )
 def test_version_gates(version: str, yaml_format: bool, dynamic: bool, message: str | None) -> None:
@@ -357,6 +346,38 @@ def test_version_gates(version: str, yaml_format: bool, dynamic: bool, message: 
         assert found == []
     else:
         assert any(message in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("text", "feature"),
+    [
+        pytest.param(
+            "SwitchName=s1 Switches=l[1-2]\nSwitchName=l1 Nodes=n1\nSwitchName=l2\n",
+            "leaf switch without nodes",
+            id="empty-leaf",
+        ),
+        pytest.param(
+            "BlockName=b1 Nodes=n[1-2]\nBlockName=b2\nBlockSizes=2\n",
+            "block without nodes",
+            id="empty-block",
+        ),
+    ],
+)
+def test_node_less_units_need_25_05(text: str, feature: str) -> None:
+    doc = parse_topology_conf(text)
+    old = [str(f) for f in version_findings("24.11", doc, yaml_format=False, dynamic=False)]
+    assert len(old) == 1, old
+    assert feature in old[0] and ">= 25.05" in old[0], old
+    assert version_findings("26.05", doc, yaml_format=False, dynamic=False) == []
+
+
+@pytest.mark.parametrize("version", ["25.11", "23.02", "latest", "26.5"])
+def test_unproven_versions_are_refused_with_the_proven_list(version: str) -> None:
+    doc = parse_topology_conf("SwitchName=s1 Nodes=n[1-2]\n")
+    found = [str(f) for f in version_findings(version, doc, yaml_format=False, dynamic=False)]
+    assert len(found) == 1, found
+    assert repr(version) in found[0]
+    assert "24.11" in found[0] and "26.05" in found[0], found
 
 
 def test_many_switches_warn() -> None:
