@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from slinky_crdgen import cli as crdgen
 from slinky_harness import charts, toolchain
-from slinky_topology.crdgen import cli as crdgen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,6 +44,4 @@ def test_readme_is_generated_from_values(chart: charts.Chart, tmp_path: Path) ->
 
 def test_crds_are_current() -> None:
     """The committed CRDs are what the generator makes from the Slinky API model."""
-    assert crdgen.main(["--check"]) == 0, (
-        "run `python -m slinky_topology.crdgen` and commit the CRDs"
-    )
+    assert crdgen.main(["--check"]) == 0, "run `python -m slinky_crdgen` and commit the CRDs"

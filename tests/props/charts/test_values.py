@@ -18,8 +18,8 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from slinky_crdgen import cel
 from slinky_harness import charts, helm, kubeschema, manifests, valuegen
-from slinky_topology.crdgen import cel
 
 CHARTS = charts.discover_charts()
 NEWEST = kubeschema.newest_version()
