@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from slinky_harness import labeler_bench as lb
+from slinky_topology.labeler.kube import KubeAPIError
 from slinky_topology.labeler.metrics import Metrics
 from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
 from slinky_topology.labeler.reconcile import NodeChange, Plan
@@ -138,7 +139,7 @@ class _ThreadSafeNodes:
 
     def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
         if name == self.fail_on:
-            raise ValueError("not retriable")
+            raise KubeAPIError(f"patch node {name}", "HTTP 422 Unprocessable Entity", status=422)
         with self.lock:
             self.patches.append(name)
 
@@ -183,10 +184,11 @@ def test_parallel_node_patches_stop_at_the_first_failure() -> None:
 
 
 def _controller(api: Any) -> Any:
-    from slinky_topology.labeler.controller import Controller, build_parser  # noqa: PLC0415
+    from slinky_topology.labeler.cli import parse_config  # noqa: PLC0415
+    from slinky_topology.labeler.controller import Controller  # noqa: PLC0415
 
-    args = build_parser().parse_args(["--namespace", "ns", "--qps", "0"])
-    return Controller(args, api, metrics=Metrics(), sleep=lambda _: None)
+    config = parse_config(["--namespace", "ns", "--qps", "0"], environ={})
+    return Controller(config, api, metrics=Metrics(), sleep=lambda _: None)
 
 
 def test_only_label_and_owned_annotation_changes_trigger_a_pass() -> None:

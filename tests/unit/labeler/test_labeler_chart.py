@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from slinky_harness import helm
-from slinky_topology.labeler.controller import build_parser, quiet_seconds
+from slinky_topology.labeler.cli import parse_config
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"
 NAME = "lab-gpu-topology-labeler"
@@ -39,9 +39,9 @@ def test_defaults_render_the_timeouts_and_a_grace_period_sized_to_them() -> None
     assert not [a for a in args if a.startswith("--stuck-seconds")], "the labeler's default"
     # the write in flight, then the Lease released (two calls): 3 x 10 s, plus 5 s
     assert pod["terminationGracePeriodSeconds"] == 35
-    parsed = build_parser().parse_args(args)
-    assert parsed.request_timeout + parsed.retry_period < parsed.lease_duration
-    assert 2 * quiet_seconds(parsed) == 140
+    config = parse_config(args, environ={"POD_NAMESPACE": "gpu", "POD_NAME": "lab-0"})
+    assert config.request_timeout + config.retry_period < config.lease_duration
+    assert config.stuck_after == 140 and config.namespace == "gpu" and config.identity == "lab-0"
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def test_grace_period_and_flags_follow_the_values(
     pod, args = _controller(_render({"controller": values}))
     assert pod["terminationGracePeriodSeconds"] == grace
     assert flag in args
-    build_parser().parse_args(args)
+    parse_config(args, environ={})
 
 
 @pytest.mark.parametrize(

@@ -14,20 +14,23 @@ from tests.unit.labeler.labeler_support import (
     RACK_A,
     ApiError,
     FakeCluster,
+    connection_error,
     gfd_fleet,
     node,
     tiered_fleet,
 )
 
 from slinky_topology.labeler import discover
-from slinky_topology.labeler.controller import Controller, WatchGone, build_parser, main
+from slinky_topology.labeler.cli import main, parse_config
+from slinky_topology.labeler.controller import Controller, WatchGone
 from slinky_topology.labeler.keys import CLIQUE_LABEL, SPEC_ANNOTATION
 from slinky_topology.labeler.metrics import HealthServer, Metrics
 from slinky_topology.labeler.reconcile import CONFIGMAP_KEY
 
 if TYPE_CHECKING:
-    import argparse
     from pathlib import Path
+
+    from slinky_topology.labeler.config import LabelerConfig
 
 NS = "slinky"
 
@@ -106,8 +109,8 @@ def test_bad_input_and_usage_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     assert "error" in capsys.readouterr().err
 
 
-def _args(*extra: str) -> argparse.Namespace:
-    return build_parser().parse_args(["--namespace", NS, "--qps", "0", *extra])
+def _args(*extra: str) -> LabelerConfig:
+    return parse_config(["--namespace", NS, "--qps", "0", *extra], environ={})
 
 
 def test_pass_publishes_then_bad_input_keeps_last_good(tmp_path: Path) -> None:
@@ -190,7 +193,7 @@ def test_watch_events_update_the_cache_and_410_relists() -> None:
     seq = iter([lambda *a, **k: iter(api.watch_events), failing_watch])
 
     def broken(*_: Any, **__: Any) -> Any:
-        raise ConnectionResetError("API server restarting")
+        raise connection_error("connection reset: API server restarting")
 
     def watch(rv: str, timeout: int, label_selector: str | None = None) -> Any:
         return next(seq, broken)(rv, timeout)
