@@ -39,7 +39,7 @@ import yaml
 
 from slinky_topology.errors import InputError, TopologyError
 from slinky_topology.labeler.keys import OWNED_ANNOTATIONS
-from slinky_topology.labeler.kube import KubeAPIError
+from slinky_topology.labeler.kube import KubeAPIError, node_metadata
 from slinky_topology.labeler.metrics import Metrics
 from slinky_topology.labeler.publish import (
     Backoff,
@@ -191,7 +191,7 @@ class Controller:
         assert self.api is not None
         items, version = self.api.list_nodes()
         with self.lock:
-            self.nodes = {str(i["metadata"]["name"]): i for i in items}
+            self.nodes = {str(i["metadata"]["name"]): node_metadata(i) for i in items}
             self.resource_version = version
         self.synced.set()
         self.dirty.set()
@@ -217,7 +217,7 @@ class Controller:
                 self.nodes.pop(name, None)
                 changed = old is not None
             else:
-                self.nodes[name] = dict(obj)
+                self.nodes[name] = node_metadata(obj)
                 key = self.config.slurm_name_key
                 changed = old is None or _interesting(old, key) != _interesting(obj, key)
             if version:

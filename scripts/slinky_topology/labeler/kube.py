@@ -38,6 +38,7 @@ __all__ = [
     "LeaseAPI",
     "api_call",
     "load_clients",
+    "node_metadata",
 ]
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -113,6 +114,17 @@ def api_call(what: str) -> Iterator[None]:
         raise KubeAPIError(what, detail, timeout=timeout) from exc
 
 
+NODE_FIELDS = ("name", "labels", "annotations", "resourceVersion")
+"""What the labeler reads of a Node (all in ``metadata``)."""
+
+
+def node_metadata(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A Node reduced to :data:`NODE_FIELDS`. Whole Nodes (status, spec, managedFields) of a
+    20,000-Node fleet would be most of the labeler's memory, and it reads none of the rest."""
+    meta = node.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in NODE_FIELDS if k in meta}}
+
+
 def _raw_json(response: Any) -> Any:
     """Decode a raw response (``_preload_content=False``) and give its connection back.
 
@@ -129,13 +141,15 @@ class ClusterAPI(Protocol):
     """Nodes, the labeler's ConfigMaps, Events; every method raises :class:`KubeAPIError`."""
 
     def list_nodes(self, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
-        """Every Node (paged) and the list's resourceVersion."""
+        """Every Node (paged; at least its :data:`NODE_FIELDS`) and the list's
+        resourceVersion."""
         ...
 
     def watch_nodes(
         self, resource_version: str, timeout_seconds: int, label_selector: str | None = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(event type, object) pairs from ``resource_version`` on; ERROR events included."""
+        """(event type, object) pairs from ``resource_version`` on (Nodes with at least their
+        :data:`NODE_FIELDS`); ERROR events included."""
         ...
 
     def patch_node(self, name: str, body: Mapping[str, Any]) -> None: ...
@@ -208,22 +222,32 @@ def _watch(
     what: str, func: Any, timeout: float, timeout_seconds: int, **kwargs: Any
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Events of one watch request: the server ends it after ``timeout_seconds``; the client
-    gives up on a stream silent for ``timeout_seconds + timeout`` (read timeout per chunk)."""
-    from kubernetes import watch  # noqa: PLC0415
+    gives up on a stream silent for ``timeout_seconds + timeout`` (read timeout per chunk).
 
-    watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]
+    The stream is read here, one JSON event per line, not with ``kubernetes.watch.Watch``: with
+    ``deserialize=False`` that raises ``KeyError('raw_object')`` on every ERROR event (an expired
+    resourceVersion's 410 Gone among them), which callers must see as an ERROR event.
+    """
+    from kubernetes.watch.watch import iter_resp_lines  # noqa: PLC0415 - lazy: the extra
+
     with api_call(what):
-        stream = watcher.stream(
-            func,
-            deserialize=False,
-            timeout_seconds=timeout_seconds,
+        response = func(
+            watch=True,
             allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _preload_content=False,
             _request_timeout=(timeout, timeout_seconds + timeout),
             **kwargs,
         )
-        for event in stream:
-            obj = event.get("object") or event.get("raw_object") or {}
-            yield str(event.get("type", "")), dict(obj)
+        try:
+            for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                yield str(event.get("type", "")), dict(event.get("object") or {})
+        finally:  # a stream left early (stop, error) is not reused
+            response.close()
+            response.release_conn()
 
 
 class KubeClusterAPI:
@@ -252,7 +276,7 @@ class KubeClusterAPI:
                 kwargs["_continue"] = token
             with api_call("list nodes"):
                 page = _raw_json(self._core.list_node(_preload_content=False, **kwargs)) or {}
-            out.extend(page.get("items") or [])
+            out.extend(node_metadata(item) for item in page.get("items") or [])
             meta = page.get("metadata") or {}
             version = meta.get("resourceVersion") or version
             token = meta.get("continue")
@@ -265,9 +289,10 @@ class KubeClusterAPI:
         kwargs: dict[str, Any] = {"resource_version": resource_version}
         if label_selector:
             kwargs["label_selector"] = label_selector
-        yield from _watch(
+        for kind, obj in _watch(
             "watch nodes", self._core.list_node, self.timeout, timeout_seconds, **kwargs
-        )
+        ):
+            yield kind, (obj if kind == "ERROR" else node_metadata(obj))
 
     def get_node(self, name: str) -> dict[str, Any]:
         with api_call(f"get node {name}"):

@@ -204,6 +204,22 @@ def test_watch_events_update_the_cache_and_410_relists() -> None:
     assert ctl.metrics.value("slinky_topology_labeler_errors_total", kind="watch") >= 1
 
 
+def test_the_node_cache_keeps_only_what_a_pass_reads() -> None:
+    """Name, labels, annotations, resourceVersion: status and managedFields stay out."""
+    full = node("gpu0001", {CLIQUE_LABEL: "a.1"}, {SPEC_ANNOTATION: "nvl:a"})
+    full["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    full["metadata"]["resourceVersion"] = "7"
+    full["status"] = {"capacity": {"nvidia.com/gpu": "4"}, "images": [{"names": ["x"]}]}
+    fields = ("name", "labels", "annotations", "resourceVersion")
+    slim = {"metadata": {k: full["metadata"][k] for k in fields}}
+    ctl = Controller(_args(), FakeCluster([full]), sleep=lambda _: None)
+    ctl.relist()
+    assert ctl.nodes == {"gpu0001": slim}
+    ctl.handle_event("MODIFIED", {**full, "metadata": {**full["metadata"], "resourceVersion": "8"}})
+    assert ctl.nodes["gpu0001"]["metadata"]["resourceVersion"] == "8"
+    assert set(ctl.nodes["gpu0001"]) == {"metadata"} and ctl.resource_version == "8"
+
+
 def test_health_server_serves_metrics_and_probes() -> None:
     metrics = Metrics()
     metrics.nodes_seen.set(3)

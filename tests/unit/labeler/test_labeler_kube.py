@@ -17,19 +17,58 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException, ApiValueError
 
 from slinky_topology.errors import InputError, TopologyError
-from slinky_topology.labeler.kube import KubeAPIError, KubeClusterAPI, api_call, load_clients
+from slinky_topology.labeler.kube import (
+    KubeAPIError,
+    KubeClusterAPI,
+    api_call,
+    load_clients,
+    node_metadata,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
 
+def _full_node(name: str) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "resourceVersion": "5",
+            "labels": {"nvidia.com/gpu.clique": "a.1"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+            "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}],
+        },
+        "spec": {"taints": []},
+        "status": {"capacity": {"nvidia.com/gpu": "4"}},
+    }
+
+
 class _Answers(BaseHTTPRequestHandler):
-    """``GET`` of a ConfigMap: 404 for ``missing``, 500 with a Status for ``broken``."""
+    """``GET`` of a ConfigMap: 404 for ``missing``, 500 with a Status for ``broken``. Nodes: two
+    pages of whole Nodes (``n1``, then ``n2``); a watch streams ``n3`` added, then a 410."""
 
     def do_GET(self) -> None:
-        name = self.path.split("?", 1)[0].rsplit("/", 1)[-1]
-        if name == "missing":
+        path, _, query = self.path.partition("?")
+        name = path.rsplit("/", 1)[-1]
+        if name == "nodes" and "watch=true" in query:
+            events = [
+                {"type": "ADDED", "object": _full_node("n3")},
+                {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "gone"}},
+            ]
+            data = "".join(json.dumps(e) + "\n" for e in events).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif name == "nodes":
+            more = "continue=" not in query
+            meta = {"resourceVersion": "9", **({"continue": "page2"} if more else {})}
+            items = [_full_node("n1" if more else "n2")]
+            self._send(200, {"kind": "NodeList", "metadata": meta, "items": items})
+        elif name == "missing":
             self._send(404, {"kind": "Status", "reason": "NotFound", "message": "not found"})
         elif name == "broken":
             self._send(500, {"kind": "Status", "message": "etcdserver: request timed out"})
@@ -81,6 +120,21 @@ def test_http_errors_carry_status_and_the_servers_message(tmp_path: Path, server
     assert str(error) == (
         "get configmap ns/broken: HTTP 500 Internal Server Error: etcdserver: request timed out"
     )
+
+
+def test_nodes_are_listed_by_page_and_watched_as_the_fields_the_labeler_reads(
+    tmp_path: Path, server: int
+) -> None:
+    api = KubeClusterAPI(load_clients(str(_kubeconfig(tmp_path, server))), timeout=5)
+    items, version = api.list_nodes()
+    assert version == "9"
+    assert items == [node_metadata(_full_node("n1")), node_metadata(_full_node("n2"))]
+    assert set(items[0]["metadata"]) == {"name", "resourceVersion", "labels", "annotations"}
+    events = list(api.watch_nodes("9", timeout_seconds=5))
+    assert events == [
+        ("ADDED", node_metadata(_full_node("n3"))),
+        ("ERROR", {"kind": "Status", "code": 410, "message": "gone"}),
+    ]
 
 
 def test_a_refused_connection_is_a_retriable_error_without_status(tmp_path: Path) -> None:
