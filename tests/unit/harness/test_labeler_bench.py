@@ -119,6 +119,7 @@ def _figures(**overrides: Any) -> lb.Figures:
         pytest.param({"second_pass_writes": 1}, ["second pass wrote"], id="second-pass"),
         pytest.param({"reported_writes": 10}, ["the labeler reports 10"], id="disagree"),
         pytest.param({"configmap_writes": 2, "reported_writes": 12}, ["2 ConfigMap"], id="cm"),
+        pytest.param({"peak_memory_mib": 501.0}, ["peak memory 501 MiB"], id="memory"),
     ],
 )
 def test_misses_names_each_target_missed(overrides: dict[str, Any], missed: list[str]) -> None:

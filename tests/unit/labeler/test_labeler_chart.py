@@ -36,6 +36,7 @@ def _controller(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
 def test_defaults_render_the_timeouts_and_a_grace_period_sized_to_them() -> None:
     pod, args = _controller(_render())
     assert "--request-timeout=10" in args and "--watch-timeout=60" in args
+    assert "--write-workers=1" in args, "one node patch at a time unless the values say more"
     assert not [a for a in args if a.startswith("--stuck-seconds")], "the labeler's default"
     # the write in flight, then the Lease released (two calls): 3 x 10 s, plus 5 s
     assert pod["terminationGracePeriodSeconds"] == 35
@@ -60,6 +61,7 @@ def test_defaults_render_the_timeouts_and_a_grace_period_sized_to_them() -> None
             "--stuck-seconds=71",
             id="stuck-seconds",
         ),
+        pytest.param({"writeWorkers": 8}, 35, "--write-workers=8", id="write-workers"),
     ],
 )
 def test_grace_period_and_flags_follow_the_values(
@@ -68,7 +70,9 @@ def test_grace_period_and_flags_follow_the_values(
     pod, args = _controller(_render({"controller": values}))
     assert pod["terminationGracePeriodSeconds"] == grace
     assert flag in args
-    parse_config(args, environ={})
+    config = parse_config(args, environ={})
+    if "writeWorkers" in values:
+        assert config.write_workers == values["writeWorkers"]
 
 
 @pytest.mark.parametrize(
@@ -172,3 +176,10 @@ def test_network_policy_narrowed_extended_or_off() -> None:
 
     off = _render({"networkPolicy": {"enabled": False}, "discovery": {"enabled": True}})
     assert not [d for d in off if d["kind"] == "NetworkPolicy"]
+
+
+@pytest.mark.parametrize("workers", [0, 65, "8"])
+def test_the_schema_refuses_write_workers_out_of_range(workers: object) -> None:
+    result = helm.template(CHART, {"controller": {"writeWorkers": workers}}, release="lab")
+    assert not result.ok
+    assert "writeWorkers" in result.stderr, result.stderr
