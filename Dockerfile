@@ -1,7 +1,7 @@
-# gpu-topology-labeler image: the slinky_topology package (with its NVML extra) and its runtime
-# dependencies in a virtual environment, on a Python 3.11 base. Nothing else of the repository goes
-# in (.dockerignore sends only pyproject.toml, LICENSE and scripts/slinky_topology/): no harness,
-# tests, charts, pip or setuptools.
+# gpu-topology-labeler image: the slinky_topology package (with its labeler and NVML extras) and its
+# runtime dependencies in a virtual environment, on a Python 3.11 base. Nothing else of the
+# repository goes in (.dockerignore sends only pyproject.toml, LICENSE and scripts/slinky_topology/;
+# tests/unit/packaging checks that list): no harness, CRD generator, tests, charts, pip or setuptools.
 #   docker build -t ghcr.io/slinky-suite/gpu-topology-labeler:0.1.0 --build-arg VERSION=0.1.0 .
 # The release workflow (.github/workflows/release.yaml) builds it for linux/amd64 and linux/arm64.
 # Entry point: python -m slinky_topology.labeler (the controller; `discover` for the per-node agent).
@@ -23,7 +23,7 @@ COPY scripts/slinky_topology/ scripts/slinky_topology/
 # pyproject names README.md as the package readme; the image does not need its text.
 RUN printf '# slinky-suite\n' > README.md \
  && python3 -m venv /opt/labeler \
- && /opt/labeler/bin/python -m pip install --no-cache-dir --disable-pip-version-check ".[nvml]" \
+ && /opt/labeler/bin/python -m pip install --no-cache-dir --disable-pip-version-check ".[labeler,nvml]" \
  && /opt/labeler/bin/python -m pip uninstall --yes --quiet pip setuptools \
  && rm -f /opt/labeler/bin/activate* /opt/labeler/bin/Activate.ps1
 

@@ -132,9 +132,9 @@ def demo(session: nox.Session) -> None:
 @nox.session(default=False)
 def docs(session: nox.Session) -> None:
     """Regenerate generated files: chart READMEs (helm-docs) and the slinky.slurm.net CRDs."""
-    _install(session)
+    _install(session, "crdgen")
     _tools(session, "helm-docs")
-    session.run("python", "-m", "slinky_topology.crdgen")
+    session.run("python", "-m", "slinky_crdgen")
     session.run("helm-docs", "--chart-search-root", "charts")
 
 

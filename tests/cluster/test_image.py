@@ -36,7 +36,7 @@ pytestmark = pytest.mark.xdist_group("image")
 
 PRODUCT = "slinky-suite"
 """The distribution that carries ``slinky_topology`` (pyproject's project name)."""
-EXTRAS = frozenset({"nvml"})
+EXTRAS = frozenset({"labeler", "nvml"})
 """The extras the Dockerfile installs."""
 KUBECONFIG = "/etc/slinky/kubeconfig"
 """Where the container finds its ServiceAccount kubeconfig (mounted read-only)."""
@@ -187,7 +187,7 @@ def test_the_image_holds_only_the_product_package_and_its_runtime_dependencies(
     assert {"pip", "setuptools", "wheel"} & installed == set()
     top = set(inventory["top_level"])
     assert "slinky_topology" in top
-    assert {"slinky_harness", "tests", "charts"} & top == set()
+    assert {"slinky_harness", "slinky_crdgen", "tests", "charts"} & top == set()
     assert inventory["src"] is False, "the build stage's sources are not in the image"
     assert inventory["prefix"] == "/opt/labeler"
     scripts = {n for n in inventory["bin"] if not re.fullmatch(r"python3?(\.\d+)?", n)}

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from slinky_crdgen import cli as crdgen
 from slinky_harness.build import toolchain
 from slinky_harness.helm import charts
-from slinky_topology.crdgen import cli as crdgen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -45,6 +45,4 @@ def test_readme_is_generated_from_values(chart: charts.Chart, tmp_path: Path) ->
 
 def test_crds_are_current() -> None:
     """The committed CRDs are what the generator makes from the Slinky API model."""
-    assert crdgen.main(["--check"]) == 0, (
-        "run `python -m slinky_topology.crdgen` and commit the CRDs"
-    )
+    assert crdgen.main(["--check"]) == 0, "run `python -m slinky_crdgen` and commit the CRDs"

@@ -25,11 +25,11 @@ import jsonschema
 import yaml
 from referencing import Registry, Resource
 
+from slinky_crdgen import cel
+from slinky_crdgen.jsonschema import FORMAT_CHECKER, crd_validator
+from slinky_crdgen.loader import load_crds
 from slinky_harness.build import gobuild
 from slinky_harness.core import paths
-from slinky_topology.crdgen import cel
-from slinky_topology.crdgen.jsonschema import FORMAT_CHECKER, crd_validator
-from slinky_topology.crdgen.loader import load_crds
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

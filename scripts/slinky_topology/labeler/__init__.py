@@ -10,8 +10,12 @@ Modules, data flowing one way:
   and retried, after validating the topology it publishes;
 * :mod:`.leader`: leader election on a ``coordination.k8s.io/v1`` Lease;
 * :mod:`.metrics`: Prometheus metrics, ``/healthz`` and ``/readyz``;
-* :mod:`.kube`: the thin Kubernetes client layer (list/watch Nodes, ConfigMaps, Events, Leases);
-* :mod:`.controller`: the watch loop and ``main(argv)``; ``python -m slinky_topology.labeler``;
+* :mod:`.kube`: the Kubernetes access (list/watch Nodes, ConfigMaps, Events, Leases) and its one
+  error, :class:`~.kube.KubeAPIError`;
+* :mod:`.config`: the frozen :class:`~.config.LabelerConfig` every other module reads;
+* :mod:`.controller`: the watch loops and the passes of one process;
+* :mod:`.cli`: flags and environment -> config, then run; ``python -m slinky_topology.labeler``;
+* :mod:`.logs`: JSON-lines logging; :mod:`.extra`: the check for the ``labeler`` extra;
 * :mod:`.discover`: optional per-node NVML discovery (``... labeler discover``).
 """
 

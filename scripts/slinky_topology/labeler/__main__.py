@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from slinky_topology.labeler.controller import main
+from slinky_topology.labeler.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

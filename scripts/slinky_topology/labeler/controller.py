@@ -1,6 +1,7 @@
 """The labeler controller: watch Nodes, compute the topology, publish what changed.
 
-``python -m slinky_topology.labeler [flags]`` runs :func:`main`. Threads:
+:class:`Controller` holds the state and the loops of one labeler process; :mod:`.cli` builds its
+:class:`~slinky_topology.labeler.config.LabelerConfig` and its collaborators and runs it. Threads:
 
 * watcher: list Nodes (resourceVersion), then watch from it; a 410 Gone or any stream error
   re-lists (after a backoff for errors), so the controller survives API server restarts;
@@ -18,36 +19,28 @@ for ``--watch-timeout`` plus that is dropped and restarted. Before every write (
 included) the controller checks that it is not stopping and that, as leader, the write ends
 before its Lease could pass to another instance. SIGTERM stops a pass at its next write, then
 the Lease is released (after the election round in progress): at most three request timeouts
-(the chart's grace period is sized to it). Each loop beats a heartbeat; ``/healthz`` fails when one has not beaten for
-``--stuck-seconds``.
+(the chart's grace period is sized to it). Each loop beats a heartbeat; ``/healthz`` fails when
+one has not beaten for ``--stuck-seconds``.
 
-Offline: ``--from-nodes nodes.json`` (``kubectl get nodes -o json``) runs one dry pass without
-a cluster; ``--configmap-file`` gives the current topology.yaml to diff against.
-Logs are JSON lines on stderr; the diff of ``--dry-run`` goes to stdout.
+API failures arrive as :class:`~slinky_topology.labeler.kube.KubeAPIError` only; a pass that
+meets one fails (reason ``ApiError``) and the next change or resync retries it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import os
-import signal
-import socket
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_topology import __version__
 from slinky_topology.errors import InputError, TopologyError
 from slinky_topology.labeler.keys import OWNED_ANNOTATIONS
-from slinky_topology.labeler.kube import DEFAULT_TIMEOUT, status_of
-from slinky_topology.labeler.metrics import HealthServer, Metrics
+from slinky_topology.labeler.kube import KubeAPIError, node_metadata
+from slinky_topology.labeler.metrics import Metrics
 from slinky_topology.labeler.publish import (
     Backoff,
     Publisher,
@@ -64,209 +57,18 @@ from slinky_topology.labeler.reconcile import (
     reconcile,
 )
 from slinky_topology.sources.fabric_file import fabric_from_data, load_fabric
-from slinky_topology.sources.files import read_structured
-from slinky_topology.sources.k8s_nodes import PRESETS, node_items
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping
 
+    from slinky_topology.labeler.config import LabelerConfig
     from slinky_topology.labeler.kube import ClusterAPI
     from slinky_topology.labeler.leader import LeaderElector
     from slinky_topology.model import Fabric
 
-__all__ = ["Controller", "JsonFormatter", "build_parser", "main"]
+__all__ = ["Controller", "WatchGone"]
 
 log = logging.getLogger("slinky_topology.labeler")
-
-_STD_ATTRS = frozenset(
-    logging.LogRecord("", 0, "", 0, "", (), None).__dict__.keys() | {"message", "asctime"}
-)
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, msg and every ``extra`` field."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        body: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        for key, value in record.__dict__.items():
-            if key not in _STD_ATTRS and not key.startswith("_"):
-                body[key] = value
-        if record.exc_info:
-            body["exc"] = self.formatException(record.exc_info)
-        return json.dumps(body, default=str, sort_keys=False)
-
-
-class _StderrHandler(logging.Handler):
-    """Writes to the current ``sys.stderr`` (looked up per record, not bound once)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            sys.stderr.write(self.format(record) + "\n")
-        except Exception:
-            self.handleError(record)
-
-
-def setup_logging(level: str) -> None:
-    handler = _StderrHandler()
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("slinky_topology")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port: {text}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m slinky_topology.labeler",
-        description=(
-            "Label Kubernetes Nodes with their fabric position, annotate them with the Slinky "
-            "topology spec and publish topology.yaml (dynamic shape) in a ConfigMap. "
-            "`python -m slinky_topology.labeler discover --help`: per-node NVML discovery."
-        ),
-    )
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    src = p.add_argument_group("input")
-    src.add_argument(
-        "--preset",
-        default="auto",
-        choices=["auto", *sorted(PRESETS)],
-        help="label preset of the Node labels (default: auto)",
-    )
-    src.add_argument("--label-map", help="custom keys: accelerator=KEY,leaf=KEY,spine=KEY,...")
-    src.add_argument(
-        "--node-selector",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="only Nodes with this label (repeatable); others lose the owned keys",
-    )
-    src.add_argument(
-        "--slurm-name-key", help="label/annotation holding the Slurm node name (default: Node name)"
-    )
-    src.add_argument(
-        "--fabric-configmap",
-        metavar="NAME",
-        help="read the fabric file from this ConfigMap (in --namespace) instead of Node labels",
-    )
-    src.add_argument(
-        "--fabric-key", default="fabric.yaml", help="data key of --fabric-configmap (fabric.yaml)"
-    )
-    src.add_argument("--fabric-file", metavar="PATH", help="fabric file on disk (offline runs)")
-    src.add_argument(
-        "--from-nodes",
-        metavar="FILE",
-        help="offline: Nodes from `kubectl get nodes -o json`; implies --dry-run --once",
-    )
-    src.add_argument(
-        "--configmap-file",
-        metavar="FILE",
-        help="offline: current topology.yaml to diff against (default: none exists)",
-    )
-    out = p.add_argument_group("output")
-    out.add_argument(
-        "--configmap", default="gpu-topology", metavar="NAME", help="ConfigMap the labeler owns"
-    )
-    out.add_argument(
-        "--namespace",
-        default=os.environ.get("POD_NAMESPACE", "default"),
-        help="namespace of the ConfigMaps, Lease and Events (default: $POD_NAMESPACE)",
-    )
-    out.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
-    out.add_argument(
-        "--output", choices=["text", "json"], default="text", help="dry-run diff format"
-    )
-    run = p.add_argument_group("run")
-    run.add_argument("--once", action="store_true", help="one pass, then exit")
-    run.add_argument("--resync-seconds", type=_positive, default=300.0)
-    run.add_argument(
-        "--debounce-seconds", type=float, default=2.0, help="wait for more changes before a pass"
-    )
-    run.add_argument("--qps", type=float, default=20.0, help="API writes per second (0: no limit)")
-    run.add_argument("--burst", type=int, default=40, help="API write burst")
-    run.add_argument(
-        "--write-workers",
-        type=_at_least_one,
-        default=1,
-        help="node patches in flight at once (default: 1); with a high --qps, more finish a "
-        "large first pass sooner",
-    )
-    run.add_argument(
-        "--lease-name", default="", help="Lease for leader election (empty: no election)"
-    )
-    run.add_argument("--lease-duration", type=_positive, default=15.0)
-    run.add_argument("--renew-deadline", type=_positive, default=10.0)
-    run.add_argument("--retry-period", type=_positive, default=2.0)
-    run.add_argument(
-        "--identity",
-        default=os.environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-        help="leader election identity (default: $POD_NAME)",
-    )
-    run.add_argument(
-        "--request-timeout",
-        type=_positive,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"client timeout of every API call, connection included (default: {DEFAULT_TIMEOUT:g})",
-    )
-    run.add_argument(
-        "--watch-timeout",
-        type=_at_least_one,
-        default=60,
-        metavar="SECONDS",
-        help="the server ends each Node/ConfigMap watch after this long; a watch silent for "
-        "this plus --request-timeout is dropped and restarted (default: 60)",
-    )
-    run.add_argument(
-        "--stuck-seconds",
-        type=_positive,
-        metavar="SECONDS",
-        help="/healthz fails once a loop (watch, election, passes) made no progress for this "
-        "long (default: twice the longest quiet time, --watch-timeout plus --request-timeout "
-        "with the defaults: 140)",
-    )
-    run.add_argument(
-        "--metrics-port", type=_port, default=8080, help="/metrics /healthz /readyz (0: off)"
-    )
-    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
-    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    return p
-
-
-def _selector(items: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"--node-selector {item!r} is not KEY=VALUE")
-        out[key] = value
-    return out
 
 
 def _interesting(node: Mapping[str, Any], name_key: str | None = None) -> tuple[Any, Any]:
@@ -285,7 +87,7 @@ class Controller:
 
     def __init__(
         self,
-        args: argparse.Namespace,
+        config: LabelerConfig,
         api: ClusterAPI | None,
         *,
         metrics: Metrics | None = None,
@@ -293,7 +95,7 @@ class Controller:
         out: IO[str] | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        self.args = args
+        self.config = config
         self.api = api
         self.metrics = metrics or Metrics()
         self.elector = elector
@@ -301,7 +103,7 @@ class Controller:
         self.stop = threading.Event()
         # sleeps (retry backoff, rate limit) end at once when the controller stops
         self._sleep: Callable[[float], None] = sleep or self._wait
-        self.selector = _selector(args.node_selector)
+        self.selector = dict(config.node_selector)
         self.nodes: dict[str, dict[str, Any]] = {}
         self.resource_version: str | None = None
         self.lock = threading.Lock()
@@ -314,20 +116,20 @@ class Controller:
         self._configmap_known = False
         self.beats: dict[str, float] = {}
         self._elect_thread: threading.Thread | None = None
-        self.stuck_seconds: float = args.stuck_seconds or 2 * quiet_seconds(args)
+        self.stuck_seconds: float = config.stuck_after
         self.backoff = Backoff()
         self.publisher: Publisher | None = None
-        if api is not None and not args.dry_run:
+        if api is not None and not config.dry_run:
             self.publisher = Publisher(
                 api,
-                namespace=args.namespace,
-                configmap=args.configmap,
-                limiter=TokenBucket(args.qps, args.burst, sleep=self._sleep),
+                namespace=config.namespace,
+                configmap=config.configmap,
+                limiter=TokenBucket(config.qps, config.burst, sleep=self._sleep),
                 backoff=self.backoff,
                 metrics=self.metrics,
                 sleep=self._sleep,
                 guard=self._write_allowed,
-                workers=getattr(args, "write_workers", 1),
+                workers=config.write_workers,
             )
 
     def _wait(self, seconds: float) -> None:
@@ -340,13 +142,20 @@ class Controller:
         ours for at least one more request timeout (the write ends before it could pass on)."""
         if self.stop.is_set():
             return False
-        return self.elector is None or self.elector.may_write(self.args.request_timeout)
+        return self.elector is None or self.elector.may_write(self.config.request_timeout)
 
     def _write_allowed(self) -> bool:
         """The publisher's guard, asked before every try of every write: a pass that writes
         is making progress (heartbeat), and :meth:`may_write` decides."""
         self.beat("main")
         return self.may_write()
+
+    def start_election(self, *, wait_first: bool = False) -> None:
+        """Run :meth:`elect_loop` in its own thread (stopped with the controller)."""
+        self._elect_thread = threading.Thread(
+            target=self.elect_loop, kwargs={"wait_first": wait_first}, name="elect", daemon=True
+        )
+        self._elect_thread.start()
 
     def elect_loop(self, *, wait_first: bool = False) -> None:
         """Election rounds every retry period until stopped (``wait_first``: the Lease was
@@ -382,7 +191,7 @@ class Controller:
         assert self.api is not None
         items, version = self.api.list_nodes()
         with self.lock:
-            self.nodes = {str(i["metadata"]["name"]): i for i in items}
+            self.nodes = {str(i["metadata"]["name"]): node_metadata(i) for i in items}
             self.resource_version = version
         self.synced.set()
         self.dirty.set()
@@ -408,8 +217,8 @@ class Controller:
                 self.nodes.pop(name, None)
                 changed = old is not None
             else:
-                self.nodes[name] = dict(obj)
-                key = self.args.slurm_name_key
+                self.nodes[name] = node_metadata(obj)
+                key = self.config.slurm_name_key
                 changed = old is None or _interesting(old, key) != _interesting(obj, key)
             if version:
                 self.resource_version = str(version)
@@ -423,7 +232,7 @@ class Controller:
         if self.resource_version is None:
             self.relist()
         assert self.resource_version is not None
-        seconds = timeout_seconds or self.args.watch_timeout
+        seconds = timeout_seconds or self.config.watch_timeout
         for kind, obj in self.api.watch_nodes(self.resource_version, seconds):
             self.beat("watch")
             self.handle_event(kind, obj)
@@ -446,8 +255,9 @@ class Controller:
             try:
                 once()
                 failures = 0
-            except Exception as exc:
-                gone = (isinstance(exc, WatchGone) and exc.code == 410) or status_of(exc) == 410
+            except (KubeAPIError, WatchGone) as exc:
+                code = exc.code if isinstance(exc, WatchGone) else exc.status
+                gone = code == 410
                 reset()
                 if gone:
                     log.info("watch expired (410 Gone); re-listing", extra={"watch": name})
@@ -456,7 +266,9 @@ class Controller:
                 delay = delays[min(failures, len(delays) - 1)]
                 failures += 1
                 log.warning(
-                    "watch silent; restarting" if _is_timeout(exc) else "watch failed",
+                    "watch silent; restarting"
+                    if isinstance(exc, KubeAPIError) and exc.timeout
+                    else "watch failed",
                     extra={"watch": name, "error": str(exc)[:300], "retry_in": delay},
                 )
                 self.beat(name)
@@ -474,7 +286,7 @@ class Controller:
         if changed:
             log.info(
                 "configmap changed by someone else; restoring it",
-                extra={"configmap": self.args.configmap, "deleted": data is None},
+                extra={"configmap": self.config.configmap, "deleted": data is None},
             )
             self.dirty.set()
 
@@ -486,11 +298,11 @@ class Controller:
     def configmap_watch_once(self) -> None:
         """Read the owned ConfigMap (by name), then watch it for one stream."""
         assert self.api is not None
-        namespace, name = self.args.namespace, self.args.configmap
+        namespace, name = self.config.namespace, self.config.configmap
         obj, version = self.api.list_configmap(namespace, name)
         self.configmap_seen(obj)
         events: Iterator[tuple[str, dict[str, Any]]] = self.api.watch_configmap(
-            namespace, name, version, self.args.watch_timeout
+            namespace, name, version, self.config.watch_timeout
         )
         for kind, event in events:
             self.beat("configmap-watch")
@@ -510,39 +322,39 @@ class Controller:
     # ---------------------------------------------------------------- one pass
 
     def load_fabric(self) -> Fabric | None:
-        args = self.args
-        if args.fabric_file:
-            return load_fabric(args.fabric_file)
-        if args.fabric_configmap:
+        config = self.config
+        if config.fabric_file:
+            return load_fabric(config.fabric_file)
+        if config.fabric_configmap:
             if self.api is None:
                 raise InputError("--fabric-configmap needs a cluster (use --fabric-file offline)")
-            cm = self.api.get_configmap(args.namespace, args.fabric_configmap)
-            where = f"configmap {args.namespace}/{args.fabric_configmap}"
+            cm = self.api.get_configmap(config.namespace, config.fabric_configmap)
+            where = f"configmap {config.namespace}/{config.fabric_configmap}"
             if cm is None:
                 raise InputError("not found", location=where)
-            text = (cm.get("data") or {}).get(args.fabric_key)
+            text = (cm.get("data") or {}).get(config.fabric_key)
             if not isinstance(text, str):
-                raise InputError(f"has no data key {args.fabric_key!r}", location=where)
+                raise InputError(f"has no data key {config.fabric_key!r}", location=where)
             try:
                 data = yaml.safe_load(text)
             except yaml.YAMLError as exc:
                 raise InputError(f"not valid YAML: {exc}", location=where) from None
-            return fabric_from_data(data, f"{where}:{args.fabric_key}", text)
+            return fabric_from_data(data, f"{where}:{config.fabric_key}", text)
         return None
 
     def current_configmap(self) -> Mapping[str, str] | None:
-        if self.args.from_nodes:
-            if not self.args.configmap_file:
+        if self.config.from_nodes:
+            if not self.config.configmap_file:
                 return None
             try:
-                text = Path(self.args.configmap_file).read_text(encoding="utf-8")
+                text = Path(self.config.configmap_file).read_text(encoding="utf-8")
             except OSError as exc:
                 raise InputError(
-                    f"cannot read: {exc.strerror}", location=self.args.configmap_file
+                    f"cannot read: {exc.strerror}", location=self.config.configmap_file
                 ) from None
             return {CONFIGMAP_KEY: text}
         assert self.api is not None
-        cm = self.api.get_configmap(self.args.namespace, self.args.configmap)
+        cm = self.api.get_configmap(self.config.namespace, self.config.configmap)
         return None if cm is None else dict(cm.get("data") or {})
 
     def run_pass(self) -> bool:
@@ -552,36 +364,36 @@ class Controller:
         with self.lock:
             items = list(self.nodes.values())
         self.metrics.nodes_seen.set(len(items))
-        args = self.args
+        config = self.config
         try:
             desired = desired_state(
                 items,
-                preset=args.preset,
-                label_map=args.label_map,
+                preset=config.preset,
+                label_map=config.label_map,
                 fabric=self.load_fabric(),
                 node_selector=self.selector or None,
-                slurm_name_key=args.slurm_name_key,
+                slurm_name_key=config.slurm_name_key,
             )
+        except KubeAPIError as exc:  # reading the fabric ConfigMap
+            return self._failed(exc, "ApiError")
         except TopologyError as exc:
             return self._failed(exc, "TopologyInvalid")
-        except Exception as exc:  # reading the fabric ConfigMap: API or connection errors
-            return self._failed(exc, "ApiError")
         for finding in desired.warnings:
             log.warning("topology warning", extra={"finding": str(finding)})
         self.beat("main")
         try:
             configmap = self.current_configmap()
             plan = reconcile(desired, current_from_items(items, configmap))
+        except KubeAPIError as exc:  # reading the owned ConfigMap
+            return self._failed(exc, "ApiError")
         except TopologyError as exc:
             return self._failed(exc, "InputInvalid")
-        except Exception as exc:
-            return self._failed(exc, "ApiError")
         self.beat("main")
-        if args.dry_run or self.publisher is None:
+        if config.dry_run or self.publisher is None:
             self.out.write(
                 plan_json(plan)
-                if args.output == "json"
-                else plan.describe(f"{args.namespace}/{args.configmap}")
+                if config.output == "json"
+                else plan.describe(f"{config.namespace}/{config.configmap}")
             )
             self.out.flush()
             return self._ok(plan, 0, started)
@@ -619,7 +431,7 @@ class Controller:
                 "nodes": len(self.nodes),
                 "planned": plan.writes,
                 "writes": writes,
-                "dry_run": bool(self.args.dry_run),
+                "dry_run": bool(self.config.dry_run),
                 "seconds": round(time.monotonic() - started, 3),
             },
         )
@@ -675,7 +487,7 @@ class Controller:
         self.beat("main")
         for t in threads:
             t.start()
-        next_resync = time.monotonic() + self.args.resync_seconds
+        next_resync = time.monotonic() + self.config.resync_seconds
         try:
             while not self.stop.is_set():
                 self.beat("main")
@@ -684,17 +496,18 @@ class Controller:
                 due = time.monotonic() >= next_resync
                 if not (self.dirty.is_set() or due) or not self.synced.is_set():
                     continue
-                if not (self.args.dry_run or self.may_write()):
+                if not (self.config.dry_run or self.may_write()):
                     continue  # a follower only watches; the new leader reconciles at once
-                if self.dirty.is_set() and self.args.debounce_seconds > 0:
-                    self._pause(self.args.debounce_seconds)
+                if self.dirty.is_set() and self.config.debounce_seconds > 0:
+                    self._pause(self.config.debounce_seconds)
                 self.dirty.clear()
                 try:
                     self.run_pass()
-                except Exception:  # keep watching; the next change or resync retries
+                except Exception:  # a bug in one pass must not stop the watches: logged with
+                    # its traceback and counted; the next change or resync tries again
                     self.metrics.passes.labels(result="error").inc()
                     log.exception("pass crashed")
-                next_resync = time.monotonic() + self.args.resync_seconds
+                next_resync = time.monotonic() + self.config.resync_seconds
         finally:
             self.stop.set()
             self.release()
@@ -711,7 +524,7 @@ class Controller:
         """Give the Lease up (when held): a successor need not wait for it to expire. The
         election round in progress, if any, ends first (its renewal would undo the release)."""
         if self._elect_thread is not None:
-            self._elect_thread.join(timeout=self.args.request_timeout)
+            self._elect_thread.join(timeout=self.config.request_timeout)
         if self.elector is not None:
             released = self.elector.release()
             self.metrics.leader.set(0)
@@ -724,172 +537,3 @@ class WatchGone(Exception):
     def __init__(self, message: str, code: int | None) -> None:
         super().__init__(message or f"watch error {code}")
         self.code = code
-
-
-def quiet_seconds(args: argparse.Namespace) -> float:
-    """The longest a healthy loop goes without a heartbeat: a watch with no event (it ends
-    after ``--watch-timeout``, or is dropped ``--request-timeout`` later), an election round
-    (two calls) and its wait. ``--stuck-seconds`` must exceed it; the default is twice it."""
-    return float(
-        max(
-            args.watch_timeout + args.request_timeout,
-            args.retry_period + 2 * args.request_timeout,
-        )
-    )
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    """A client timeout (urllib3's ``ReadTimeoutError``/``ConnectTimeoutError``, socket)."""
-    return isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
-
-
-def _offline_nodes(path: str) -> list[dict[str, Any]]:
-    return [dict(i) for i in node_items(read_structured(path))]
-
-
-def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None) -> int:
-    """Entry point; returns 0 ok, 1 bad input or failed pass, 2 usage."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["discover"]:
-        from slinky_topology.labeler.discover import main as discover_main  # noqa: PLC0415
-
-        return discover_main(argv[1:])
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if not args.renew_deadline < args.lease_duration or not args.retry_period < args.renew_deadline:
-        print("error: need --retry-period < --renew-deadline < --lease-duration", file=sys.stderr)
-        return 2
-    if args.lease_name and not args.request_timeout + args.retry_period < args.lease_duration:
-        print(
-            "error: need --request-timeout + --retry-period < --lease-duration (a write starts "
-            "only when it ends before the Lease could pass to another instance)",
-            file=sys.stderr,
-        )
-        return 2
-    quiet = quiet_seconds(args)
-    if args.stuck_seconds is not None and not args.stuck_seconds > quiet:
-        print(
-            f"error: --stuck-seconds must exceed {quiet:g} (--watch-timeout plus "
-            "--request-timeout, and --retry-period plus twice --request-timeout): a healthy "
-            "loop can be quiet that long",
-            file=sys.stderr,
-        )
-        return 2
-    if args.fabric_file and args.fabric_configmap:
-        print("error: give --fabric-file or --fabric-configmap, not both", file=sys.stderr)
-        return 2
-    if args.configmap_file and not args.from_nodes:
-        print("error: --configmap-file only goes with --from-nodes", file=sys.stderr)
-        return 2
-    setup_logging(args.log_level)
-    if args.from_nodes:
-        args.dry_run = True
-        args.once = True
-        controller = Controller(args, None, out=out)
-        try:
-            controller.nodes = {n["metadata"]["name"]: n for n in _offline_nodes(args.from_nodes)}
-            controller.current_configmap()  # read errors are usage-level input errors
-        except InputError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        controller.synced.set()
-        return 0 if controller.run_pass() else 1
-    return _run_cluster(args, out)
-
-
-def _run_cluster(args: argparse.Namespace, out: IO[str] | None) -> int:
-    from slinky_topology.labeler.kube import (  # noqa: PLC0415
-        KubeClusterAPI,
-        KubeLeaseAPI,
-        load_clients,
-    )
-    from slinky_topology.labeler.leader import LeaderElector  # noqa: PLC0415
-
-    try:
-        api_client = load_clients(args.kubeconfig)
-    except Exception as exc:
-        print(f"error: no Kubernetes configuration: {exc}", file=sys.stderr)
-        return 1
-    elector = None
-    if args.lease_name and not args.dry_run:
-        elector = LeaderElector(
-            KubeLeaseAPI(api_client, timeout=args.request_timeout),
-            name=args.lease_name,
-            namespace=args.namespace,
-            identity=args.identity,
-            lease_duration=args.lease_duration,
-            renew_deadline=args.renew_deadline,
-            retry_period=args.retry_period,
-        )
-    metrics = Metrics()
-    controller = Controller(
-        args,
-        KubeClusterAPI(api_client, timeout=args.request_timeout),
-        metrics=metrics,
-        elector=elector,
-        out=out,
-    )
-    server: HealthServer | None = None
-    if args.metrics_port:
-        server = HealthServer(
-            metrics, args.metrics_port, live=controller.live, ready=controller.ready
-        ).start()
-    handlers = _stop_on_signals(controller)
-    try:
-        if args.once:
-            return _run_once(controller)
-        log.info(
-            "starting",
-            extra={
-                "version": __version__,
-                "namespace": args.namespace,
-                "configmap": args.configmap,
-                "dry_run": args.dry_run,
-                "lease": args.lease_name or None,
-            },
-        )
-        return controller.run_forever()
-    finally:
-        for sig, previous in handlers.items():
-            signal.signal(sig, previous)
-        if server is not None:
-            server.stop()
-
-
-def _stop_on_signals(controller: Controller) -> dict[int, Any]:
-    """SIGTERM/SIGINT stop the controller (the pass ends at its next write, the Lease is
-    released); return the handlers they replaced (none off the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    previous: dict[int, Any] = {}
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous[sig] = signal.signal(sig, lambda *_: controller.stop.set())
-    return previous
-
-
-def _run_once(controller: Controller) -> int:
-    try:
-        controller.relist()
-    except Exception as exc:
-        print(f"error: listing Nodes failed: {exc}", file=sys.stderr)
-        return 1
-    elector = controller.elector
-    if elector is not None and not elector.try_acquire_or_renew():
-        if elector.last_error:
-            print(f"error: leader election failed: {elector.last_error}", file=sys.stderr)
-            return 1
-        log.info("another instance is the leader; nothing to do")
-        return 0
-    if elector is not None:  # keep the Lease through a long pass
-        controller._elect_thread = threading.Thread(
-            target=controller.elect_loop, kwargs={"wait_first": True}, name="elect", daemon=True
-        )
-        controller._elect_thread.start()
-    try:
-        return 0 if controller.run_pass() else 1
-    finally:
-        controller.stop.set()
-        controller.release()

@@ -9,7 +9,10 @@ GPUs report state *Completed* with one ``<ClusterUUID>.<CliqueId>``, sets the la
 
 It degrades cleanly: without ``nvidia-ml-py`` (``pip install slinky-suite[nvml]``), without a
 driver or GPU, or when the fabric is not supported/complete, it logs why and exits 0
-(``--once``) or stays idle and retries every ``--interval`` seconds. It never removes the
+(``--once``) or stays idle and retries every ``--interval`` seconds. Writing the label needs the
+Kubernetes client of the ``labeler`` extra; without it (and without ``--dry-run``) it says so and
+exits 1. A failed API call (:class:`~slinky_topology.labeler.kube.KubeAPIError`) fails the round:
+``--once`` exits 1, otherwise the next round tries again. It never removes the
 label (a Fabric Manager restart would otherwise churn every pass); it only writes when the
 value differs.
 """
@@ -29,7 +32,11 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from slinky_topology.errors import InputError
+from slinky_topology.labeler.extra import EXTRA_HINT, missing_extra
 from slinky_topology.labeler.keys import CLIQUE_LABEL, is_label_value
+from slinky_topology.labeler.kube import KubeAPIError
+from slinky_topology.labeler.logs import setup_logging
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -155,8 +162,6 @@ def main(
     argv: Sequence[str] | None = None, *, nvml: Any | None = None, api: Any | None = None
 ) -> int:
     """Discovery entry point; 0 unless the arguments are wrong (2) or the API fails (1)."""
-    from slinky_topology.labeler.controller import setup_logging  # noqa: PLC0415
-
     parser = build_parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -166,14 +171,20 @@ def main(
     if not args.node_name and not args.dry_run:
         print("error: --node-name (or $NODE_NAME) is required", file=sys.stderr)
         return 2
+    if api is None and not args.dry_run and missing_extra(["kubernetes"]):
+        print(
+            f"error: discover needs the Kubernetes client to label its Node: {EXTRA_HINT}",
+            file=sys.stderr,
+        )
+        return 1
     nvml = nvml if nvml is not None else load_nvml()
     if api is None and not args.dry_run and nvml is not None:
         from slinky_topology.labeler.kube import KubeClusterAPI, load_clients  # noqa: PLC0415
 
         try:
             api = KubeClusterAPI(load_clients(args.kubeconfig))
-        except Exception as exc:
-            print(f"error: no Kubernetes configuration: {exc}", file=sys.stderr)
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 1
     stop = threading.Event()
     if not args.once:
@@ -182,7 +193,7 @@ def main(
     while True:
         try:
             discover_once(args, nvml, api)
-        except Exception as exc:
+        except KubeAPIError as exc:
             log.error("discovery round failed", extra={"error": str(exc)[:500]})
             if args.once:
                 return 1

@@ -20,7 +20,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from slinky_topology.labeler.kube import status_of
+from slinky_topology.labeler.kube import KubeAPIError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -145,11 +145,11 @@ class LeaderElector:
             )
             written = self.api.replace_lease(self.namespace, self.name, self._body(spec, version))
             return self._won(now, "taken over from " + (holder or "nobody"), written)
-        except Exception as exc:
-            if status_of(exc) == 409:
+        except KubeAPIError as exc:
+            if exc.status == 409:
                 self._lost("conflict")
                 return False
-            self.last_error = str(exc)[:300] or type(exc).__name__
+            self.last_error = str(exc)[:300]
             log.warning("lease round failed", extra={"lease": self.name, "error": self.last_error})
             return self.is_leader
 
@@ -190,8 +190,8 @@ class LeaderElector:
             version = (lease.get("metadata") or {}).get("resourceVersion")
             self.api.replace_lease(self.namespace, self.name, self._body(spec, version))
             return True
-        except Exception as exc:
-            if status_of(exc) == 409:
+        except KubeAPIError as exc:
+            if exc.status == 409:
                 log.info(
                     "lease changed since our last renewal; not released", extra={"lease": self.name}
                 )

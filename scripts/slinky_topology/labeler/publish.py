@@ -7,8 +7,9 @@
   (:func:`validate_topology_text`); a bad topology is never published: the last good ConfigMap
   stays, a Warning Event is recorded on it and the error metric counts it.
 * Every write waits for a token of a :class:`TokenBucket` (``--qps``/``--burst``) and API errors
-  are retried with exponential :class:`Backoff` (429, 5xx, 409 on replace, connection errors
-  and timeouts).
+  (:class:`~slinky_topology.labeler.kube.KubeAPIError`) are retried with exponential
+  :class:`Backoff` when retriable (429, 5xx, 409 on replace, connection errors and timeouts);
+  the last one becomes a :class:`PublishError`.
 * ``guard`` is asked before every try of every write (retries included, and again between the
   read and the write of the ConfigMap): once it says no (leadership lost, or the controller is
   stopping) nothing more is sent and :class:`WriteRefused` ends the pass.
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from slinky_topology import __version__
 from slinky_topology.errors import Finding, TopologyError, ValidationError
-from slinky_topology.labeler.kube import status_of
+from slinky_topology.labeler.kube import KubeAPIError
 from slinky_topology.labeler.reconcile import CONFIGMAP_KEY
 from slinky_topology.parse import parse_topology_yaml
 from slinky_topology.validate import raise_on_errors, size_findings, validate_doc
@@ -50,7 +51,6 @@ __all__ = [
     "Publisher",
     "TokenBucket",
     "WriteRefused",
-    "retriable",
     "validate_topology_text",
     "with_retries",
 ]
@@ -59,7 +59,6 @@ log = logging.getLogger("slinky_topology.labeler")
 T = TypeVar("T")
 MANAGED_BY = "gpu-topology-labeler"
 _EPSILON = 1e-9  # float slack, so a refilled token is never missed by rounding
-RETRIABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 class PublishError(TopologyError):
@@ -143,31 +142,22 @@ class Backoff:
         return [min(self.maximum, self.initial * self.factor**n) for n in range(self.attempts - 1)]
 
 
-def retriable(exc: BaseException) -> bool:
-    """Retry on 408/409/429/5xx and on connection errors (no HTTP status)."""
-    status = status_of(exc)
-    if status is None:
-        return isinstance(exc, OSError | ConnectionError) or type(exc).__module__.startswith(
-            "urllib3"
-        )
-    return status in RETRIABLE_STATUS
-
-
 def with_retries(
     call: Callable[[], T],
     backoff: Backoff,
     *,
     sleep: Callable[[float], None] = time.sleep,
     what: str = "API call",
-    on_retry: Callable[[BaseException], None] | None = None,
+    on_retry: Callable[[KubeAPIError], None] | None = None,
 ) -> T:
-    """Run ``call``, retrying retriable errors with ``backoff``; raise the last error."""
+    """Run ``call``, retrying its retriable :class:`KubeAPIError` with ``backoff``; raise the
+    last error (other exceptions pass through at once)."""
     delays = backoff.delays()
     for attempt in range(len(delays) + 1):
         try:
             return call()
-        except Exception as exc:
-            if not retriable(exc) or attempt == len(delays):
+        except KubeAPIError as exc:
+            if not exc.retriable or attempt == len(delays):
                 raise
             if on_retry is not None:
                 on_retry(exc)
@@ -263,11 +253,9 @@ class Publisher:
                 what=what,
                 on_retry=lambda _: self.metrics.errors.labels(kind="api_retry").inc(),
             )
-        except WriteRefused:
-            raise
-        except Exception as exc:
+        except KubeAPIError as exc:
             self.metrics.errors.labels(kind="api").inc()
-            raise PublishError(f"{what} failed: {exc}") from exc
+            raise PublishError(f"{what} failed: {exc.detail}") from exc
 
     def configmap_body(
         self, data: Mapping[str, str], resource_version: str | None
@@ -298,9 +286,7 @@ class Publisher:
         """The error metric and (unless ``event`` is false) a Warning Event on the ConfigMap;
         never raises."""
         self.metrics.errors.labels(
-            kind="validation"
-            if isinstance(error, TopologyError) and not isinstance(error, PublishError)
-            else "api"
+            kind="api" if isinstance(error, KubeAPIError | PublishError) else "validation"
         ).inc()
         if not event:
             return
@@ -333,7 +319,7 @@ class Publisher:
             self._check("create event")
             self.api.create_event(self.namespace, body)
             self.metrics.writes.labels(kind="event").inc()
-        except Exception as exc:  # an Event is best effort
+        except (KubeAPIError, WriteRefused) as exc:  # an Event is best effort
             log.warning("event not recorded", extra={"error": str(exc)[:300]})
 
     def apply(self, plan: Plan) -> int:
@@ -359,7 +345,7 @@ class Publisher:
     def _write_nodes_parallel(self, changes: Sequence[NodeChange]) -> int:
         """Patch with ``workers`` threads; return the writes, or raise the first failure."""
         failed = threading.Event()
-        errors: list[Exception] = []
+        errors: list[PublishError] = []
         done = [0]
         lock = threading.Lock()
 
@@ -368,7 +354,7 @@ class Publisher:
                 return
             try:
                 self._write_node(change)
-            except Exception as exc:
+            except PublishError as exc:  # WriteRefused included
                 with lock:
                     errors.append(exc)
                 failed.set()

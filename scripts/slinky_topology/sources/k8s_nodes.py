@@ -486,8 +486,12 @@ def _default_api() -> Any:
     """A CoreV1Api from in-cluster config or kubeconfig, urllib3 retries off."""
     try:
         from kubernetes import client, config  # noqa: PLC0415 - optional, lazy
-    except ImportError as exc:  # pragma: no cover - kubernetes is a dependency
-        raise InputError("--from-cluster needs the kubernetes Python package") from exc
+    except ImportError:  # the labeler extra is not installed
+        raise InputError(
+            "--from-cluster needs the Kubernetes client of the labeler extra: "
+            "pip install 'slinky-suite[labeler]' (or read `kubectl get nodes -o json` "
+            "with --from-nodes FILE)"
+        ) from None
     try:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
     except config.ConfigException:

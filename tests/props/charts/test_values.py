@@ -18,11 +18,11 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from slinky_crdgen import cel
 from slinky_harness.helm import charts, valuegen
 from slinky_harness.helm import client as helm
 from slinky_harness.k8s import manifests
 from slinky_harness.k8s import schemas as kubeschema
-from slinky_topology.crdgen import cel
 
 CHARTS = charts.discover_charts()
 NEWEST = kubeschema.newest_version()

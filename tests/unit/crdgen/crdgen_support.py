@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from slinky_topology.crdgen import load_crds
-from slinky_topology.crdgen.cli import default_output
-from slinky_topology.crdgen.validate import ResourceValidator
+from slinky_crdgen import load_crds
+from slinky_crdgen.cli import default_output
+from slinky_crdgen.validate import ResourceValidator
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = default_output()

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.unit.crdgen.crdgen_support import GROUP, VERSION, crds
 
-from slinky_topology.crdgen.dsl import ListOf, MapOf, Named, Scalar, load_model, parse_type
-from slinky_topology.crdgen.errors import ModelError
-from slinky_topology.crdgen.jsonschema import version_schema
+from slinky_crdgen.dsl import ListOf, MapOf, Named, Scalar, load_model, parse_type
+from slinky_crdgen.errors import ModelError
+from slinky_crdgen.jsonschema import version_schema
 
 if TYPE_CHECKING:
     from pathlib import Path

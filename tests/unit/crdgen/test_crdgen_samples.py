@@ -18,9 +18,9 @@ from tests.unit.crdgen.crdgen_support import (
 )
 from tests.unit.crdgen.crdgen_support import schema_paths as all_paths
 
-from slinky_topology.crdgen.cel import evaluate_rules
-from slinky_topology.crdgen.defaulting import apply_defaults
-from slinky_topology.crdgen.jsonschema import (
+from slinky_crdgen.cel import evaluate_rules
+from slinky_crdgen.defaulting import apply_defaults
+from slinky_crdgen.jsonschema import (
     crd_to_jsonschema,
     crd_validator,
     openapi_to_jsonschema,

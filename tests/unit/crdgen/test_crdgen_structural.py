@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.unit.crdgen.crdgen_support import GROUP, VERSION, crds, schema_paths
 
-from slinky_topology.crdgen.cel import compile_rules
-from slinky_topology.crdgen.dsl import load_model
-from slinky_topology.crdgen.errors import DefinitionsError
-from slinky_topology.crdgen.jsonschema import version_schema
-from slinky_topology.crdgen.k8s import Definitions
-from slinky_topology.crdgen.structural import structural_errors
+from slinky_crdgen.cel import compile_rules
+from slinky_crdgen.dsl import load_model
+from slinky_crdgen.errors import DefinitionsError
+from slinky_crdgen.jsonschema import version_schema
+from slinky_crdgen.k8s import Definitions
+from slinky_crdgen.structural import structural_errors
 
 if TYPE_CHECKING:
     from pathlib import Path

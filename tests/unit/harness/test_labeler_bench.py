@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from slinky_harness.apps import labeler_bench as lb
+from slinky_topology.labeler.kube import KubeAPIError
 from slinky_topology.labeler.metrics import Metrics
 from slinky_topology.labeler.publish import Backoff, Publisher, PublishError, TokenBucket
 from slinky_topology.labeler.reconcile import NodeChange, Plan
@@ -65,6 +66,7 @@ def _figures(**overrides: Any) -> lb.Figures:
         pytest.param({"second_pass_writes": 1}, ["second pass wrote"], id="second-pass"),
         pytest.param({"reported_writes": 10}, ["the labeler reports 10"], id="disagree"),
         pytest.param({"configmap_writes": 2, "reported_writes": 12}, ["2 ConfigMap"], id="cm"),
+        pytest.param({"peak_memory_mib": 501.0}, ["peak memory 501 MiB"], id="memory"),
     ],
 )
 def test_misses_names_each_target_missed(overrides: dict[str, Any], missed: list[str]) -> None:
@@ -85,7 +87,7 @@ class _ThreadSafeNodes:
 
     def patch_node(self, name: str, body: Mapping[str, Any]) -> None:
         if name == self.fail_on:
-            raise ValueError("not retriable")
+            raise KubeAPIError(f"patch node {name}", "HTTP 422 Unprocessable Entity", status=422)
         with self.lock:
             self.patches.append(name)
 
@@ -130,10 +132,11 @@ def test_parallel_node_patches_stop_at_the_first_failure() -> None:
 
 
 def _controller(api: Any) -> Any:
-    from slinky_topology.labeler.controller import Controller, build_parser  # noqa: PLC0415
+    from slinky_topology.labeler.cli import parse_config  # noqa: PLC0415
+    from slinky_topology.labeler.controller import Controller  # noqa: PLC0415
 
-    args = build_parser().parse_args(["--namespace", "ns", "--qps", "0"])
-    return Controller(args, api, metrics=Metrics(), sleep=lambda _: None)
+    config = parse_config(["--namespace", "ns", "--qps", "0"], environ={})
+    return Controller(config, api, metrics=Metrics(), sleep=lambda _: None)
 
 
 def test_only_label_and_owned_annotation_changes_trigger_a_pass() -> None:

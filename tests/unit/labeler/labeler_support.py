@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from slinky_topology.labeler.kube import KubeAPIError
 from slinky_topology.labeler.leader import LeaderElector
 
 if TYPE_CHECKING:
@@ -21,12 +22,16 @@ RACK_A = "7b968a6d-c8aa-45e1-9e07-e1e51be99c31"
 RACK_B = "0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9"
 
 
-class ApiError(Exception):
-    """Stands in for ``kubernetes.client.ApiException`` (only ``.status`` is read)."""
+class ApiError(KubeAPIError):
+    """What the real client layer raises for an HTTP error ``status`` (the fakes' failures)."""
 
     def __init__(self, status: int, reason: str = "") -> None:
-        super().__init__(f"({status}) {reason}")
-        self.status = status
+        super().__init__("fake API call", f"HTTP {status} {reason}".rstrip(), status=status)
+
+
+def connection_error(detail: str, *, timeout: bool = False) -> KubeAPIError:
+    """What the real client layer raises when no response came (reset, refused, timed out)."""
+    return KubeAPIError("fake API call", detail, timeout=timeout)
 
 
 def node(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from slinky_harness.helm import client as helm
-from slinky_topology.labeler.controller import build_parser, quiet_seconds
+from slinky_topology.labeler.cli import parse_config
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"
 NAME = "lab-gpu-topology-labeler"
@@ -36,12 +36,13 @@ def _controller(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
 def test_defaults_render_the_timeouts_and_a_grace_period_sized_to_them() -> None:
     pod, args = _controller(_render())
     assert "--request-timeout=10" in args and "--watch-timeout=60" in args
+    assert "--write-workers=1" in args, "one node patch at a time unless the values say more"
     assert not [a for a in args if a.startswith("--stuck-seconds")], "the labeler's default"
     # the write in flight, then the Lease released (two calls): 3 x 10 s, plus 5 s
     assert pod["terminationGracePeriodSeconds"] == 35
-    parsed = build_parser().parse_args(args)
-    assert parsed.request_timeout + parsed.retry_period < parsed.lease_duration
-    assert 2 * quiet_seconds(parsed) == 140
+    config = parse_config(args, environ={"POD_NAMESPACE": "gpu", "POD_NAME": "lab-0"})
+    assert config.request_timeout + config.retry_period < config.lease_duration
+    assert config.stuck_after == 140 and config.namespace == "gpu" and config.identity == "lab-0"
 
 
 @pytest.mark.parametrize(
@@ -60,6 +61,7 @@ def test_defaults_render_the_timeouts_and_a_grace_period_sized_to_them() -> None
             "--stuck-seconds=71",
             id="stuck-seconds",
         ),
+        pytest.param({"writeWorkers": 8}, 35, "--write-workers=8", id="write-workers"),
     ],
 )
 def test_grace_period_and_flags_follow_the_values(
@@ -68,7 +70,9 @@ def test_grace_period_and_flags_follow_the_values(
     pod, args = _controller(_render({"controller": values}))
     assert pod["terminationGracePeriodSeconds"] == grace
     assert flag in args
-    build_parser().parse_args(args)
+    config = parse_config(args, environ={})
+    if "writeWorkers" in values:
+        assert config.write_workers == values["writeWorkers"]
 
 
 @pytest.mark.parametrize(
@@ -172,3 +176,10 @@ def test_network_policy_narrowed_extended_or_off() -> None:
 
     off = _render({"networkPolicy": {"enabled": False}, "discovery": {"enabled": True}})
     assert not [d for d in off if d["kind"] == "NetworkPolicy"]
+
+
+@pytest.mark.parametrize("workers", [0, 65, "8"])
+def test_the_schema_refuses_write_workers_out_of_range(workers: object) -> None:
+    result = helm.template(CHART, {"controller": {"writeWorkers": workers}}, release="lab")
+    assert not result.ok
+    assert "writeWorkers" in result.stderr, result.stderr

@@ -14,20 +14,23 @@ from tests.unit.labeler.labeler_support import (
     RACK_A,
     ApiError,
     FakeCluster,
+    connection_error,
     gfd_fleet,
     node,
     tiered_fleet,
 )
 
 from slinky_topology.labeler import discover
-from slinky_topology.labeler.controller import Controller, WatchGone, build_parser, main
+from slinky_topology.labeler.cli import main, parse_config
+from slinky_topology.labeler.controller import Controller, WatchGone
 from slinky_topology.labeler.keys import CLIQUE_LABEL, SPEC_ANNOTATION
 from slinky_topology.labeler.metrics import HealthServer, Metrics
 from slinky_topology.labeler.reconcile import CONFIGMAP_KEY
 
 if TYPE_CHECKING:
-    import argparse
     from pathlib import Path
+
+    from slinky_topology.labeler.config import LabelerConfig
 
 NS = "slinky"
 
@@ -106,8 +109,8 @@ def test_bad_input_and_usage_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     assert "error" in capsys.readouterr().err
 
 
-def _args(*extra: str) -> argparse.Namespace:
-    return build_parser().parse_args(["--namespace", NS, "--qps", "0", *extra])
+def _args(*extra: str) -> LabelerConfig:
+    return parse_config(["--namespace", NS, "--qps", "0", *extra], environ={})
 
 
 def test_pass_publishes_then_bad_input_keeps_last_good(tmp_path: Path) -> None:
@@ -190,7 +193,7 @@ def test_watch_events_update_the_cache_and_410_relists() -> None:
     seq = iter([lambda *a, **k: iter(api.watch_events), failing_watch])
 
     def broken(*_: Any, **__: Any) -> Any:
-        raise ConnectionResetError("API server restarting")
+        raise connection_error("connection reset: API server restarting")
 
     def watch(rv: str, timeout: int, label_selector: str | None = None) -> Any:
         return next(seq, broken)(rv, timeout)
@@ -199,6 +202,22 @@ def test_watch_events_update_the_cache_and_410_relists() -> None:
     ctl.watch_loop()
     assert calls == ["list", "list", "list"]
     assert ctl.metrics.value("slinky_topology_labeler_errors_total", kind="watch") >= 1
+
+
+def test_the_node_cache_keeps_only_what_a_pass_reads() -> None:
+    """Name, labels, annotations, resourceVersion: status and managedFields stay out."""
+    full = node("gpu0001", {CLIQUE_LABEL: "a.1"}, {SPEC_ANNOTATION: "nvl:a"})
+    full["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    full["metadata"]["resourceVersion"] = "7"
+    full["status"] = {"capacity": {"nvidia.com/gpu": "4"}, "images": [{"names": ["x"]}]}
+    fields = ("name", "labels", "annotations", "resourceVersion")
+    slim = {"metadata": {k: full["metadata"][k] for k in fields}}
+    ctl = Controller(_args(), FakeCluster([full]), sleep=lambda _: None)
+    ctl.relist()
+    assert ctl.nodes == {"gpu0001": slim}
+    ctl.handle_event("MODIFIED", {**full, "metadata": {**full["metadata"], "resourceVersion": "8"}})
+    assert ctl.nodes["gpu0001"]["metadata"]["resourceVersion"] == "8"
+    assert set(ctl.nodes["gpu0001"]) == {"metadata"} and ctl.resource_version == "8"
 
 
 def test_health_server_serves_metrics_and_probes() -> None:

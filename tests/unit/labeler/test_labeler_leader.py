@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tests.unit.labeler.labeler_support import ApiError, FakeClock, FakeLeases, elector
+from tests.unit.labeler.labeler_support import (
+    ApiError,
+    FakeClock,
+    FakeLeases,
+    connection_error,
+    elector,
+)
 
 from slinky_topology.labeler.leader import format_time, parse_time
 
@@ -58,7 +64,7 @@ def test_stale_leader_stops_writing_before_the_lease_expires() -> None:
     api, clock = FakeLeases(), FakeClock()
     a = elector(api, "a", clock)
     a.try_acquire_or_renew()
-    api.fail = [ConnectionError("api down")] * 10
+    api.fail = [connection_error("connection refused: api down")] * 10
     clock.advance(5)
     assert a.try_acquire_or_renew(), "a transient failure inside the deadline keeps leadership"
     clock.advance(6)
@@ -125,9 +131,9 @@ def test_may_write_only_while_a_write_ends_before_the_lease_could_pass_on() -> N
 def test_a_failed_round_says_why() -> None:
     api, clock = FakeLeases(), FakeClock()
     a = elector(api, "a", clock)
-    api.fail.append(TimeoutError("read timed out"))
+    api.fail.append(connection_error("read timed out", timeout=True))
     assert not a.try_acquire_or_renew()
-    assert a.last_error == "read timed out"
+    assert a.last_error == "fake API call: read timed out"
     assert a.try_acquire_or_renew() and a.last_error is None
 
 

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.unit.labeler.labeler_support import ApiError, FakeClock, FakeCluster, tiered_fleet
+from tests.unit.labeler.labeler_support import (
+    ApiError,
+    FakeClock,
+    FakeCluster,
+    connection_error,
+    tiered_fleet,
+)
 
 from slinky_topology.errors import ValidationError
 from slinky_topology.labeler.metrics import Metrics
@@ -12,7 +18,6 @@ from slinky_topology.labeler.publish import (
     Publisher,
     PublishError,
     TokenBucket,
-    retriable,
     validate_topology_text,
     with_retries,
 )
@@ -83,7 +88,7 @@ def test_backoff_is_exponential_and_capped() -> None:
 
 def test_retries_retriable_errors_then_succeeds() -> None:
     clock = FakeClock()
-    errors = [ApiError(503), ApiError(429), ConnectionResetError("reset")]
+    errors = [ApiError(503), ApiError(429), connection_error("connection reset")]
 
     def call() -> str:
         if errors:
@@ -106,7 +111,16 @@ def test_does_not_retry_client_errors_and_gives_up_after_attempts() -> None:
     with pytest.raises(ApiError):
         with_retries(always, Backoff(attempts=3), sleep=clock.sleep)
     assert clock.sleeps == [0.5, 1.0]
-    assert retriable(ApiError(409)) and not retriable(ApiError(422)) and not retriable(KeyError())
+    assert ApiError(409).retriable and not ApiError(422).retriable
+    assert connection_error("refused").retriable
+
+
+def test_other_exceptions_are_not_api_errors_and_pass_through_at_once() -> None:
+    """A bug (here a KeyError) is neither retried nor turned into a failed write."""
+    clock = FakeClock()
+    with pytest.raises(KeyError):
+        with_retries(lambda: dict[str, int]()["missing"], Backoff(), sleep=clock.sleep)
+    assert clock.sleeps == []
 
 
 def test_publish_then_second_pass_is_zero_writes() -> None:

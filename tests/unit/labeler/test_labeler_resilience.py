@@ -16,7 +16,10 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-import kubernetes.config.kube_config  # imported up front: the timings below exclude it
+# imported up front: the timings below exclude them (the client loads CoreV1Api on first use,
+# seconds when no bytecode is cached)
+import kubernetes.client.api.core_v1_api
+import kubernetes.config.kube_config
 import pytest
 from tests.unit.labeler.labeler_support import (
     ApiError,
@@ -30,17 +33,19 @@ from tests.unit.labeler.labeler_support import (
 )
 
 from slinky_topology import cli
-from slinky_topology.labeler import controller as controller_module
-from slinky_topology.labeler.controller import Controller, build_parser, main
-from slinky_topology.labeler.kube import KubeClusterAPI, load_clients
+from slinky_topology.labeler import cli as labeler_cli
+from slinky_topology.labeler.cli import main, parse_config
+from slinky_topology.labeler.controller import Controller
+from slinky_topology.labeler.kube import KubeAPIError, KubeClusterAPI, load_clients
 from slinky_topology.labeler.leader import format_time
 from slinky_topology.labeler.metrics import HealthServer
 from slinky_topology.sources import k8s_nodes
 
 if TYPE_CHECKING:
-    import argparse
     from collections.abc import Callable, Iterator
     from pathlib import Path
+
+    from slinky_topology.labeler.config import LabelerConfig
 
 NS = "slinky"
 CM = "gpu-topology"
@@ -48,8 +53,8 @@ PASSES = "slinky_topology_labeler_passes_total"
 ERRORS = "slinky_topology_labeler_errors_total"
 
 
-def _args(*extra: str) -> argparse.Namespace:
-    return build_parser().parse_args(["--namespace", NS, "--qps", "0", *extra])
+def _args(*extra: str) -> LabelerConfig:
+    return parse_config(["--namespace", NS, "--qps", "0", *extra], environ={})
 
 
 def _wait_for(check: Callable[[], bool], seconds: float, what: str) -> float:
@@ -124,13 +129,15 @@ def test_a_silent_watch_stream_is_dropped_and_the_watch_restarted(tmp_path: Path
     with SilentServer(headers=True) as server:
         real = KubeClusterAPI(load_clients(str(server.kubeconfig(tmp_path))), timeout=0.5)
         started = time.monotonic()
-        error: BaseException | None = None
+        error: KubeAPIError | None = None
         try:
             list(real.watch_nodes("1", timeout_seconds=1))
-        except Exception as exc:
+        except KubeAPIError as exc:
             error = exc
         seconds = time.monotonic() - started
-        assert error is not None and "Timeout" in type(error).__name__, repr(error)
+        assert error is not None and error.timeout and error.status is None, repr(error)
+        assert error.retriable and str(error).startswith("watch nodes: "), str(error)
+        assert "timed out" in str(error)
         assert 1.0 <= seconds < 3, "dropped after the watch timeout plus the request timeout"
 
         # the controller's watch loop: Nodes listed (in memory), watched on the silent stream
@@ -223,7 +230,7 @@ def test_sigterm_ends_run_forever_mid_pass_and_releases_the_lease() -> None:
         api,
         elector=elector(leases, "a", time.time),
     )
-    previous = controller_module._stop_on_signals(ctl)
+    previous = labeler_cli.stop_on_signals(ctl)
     try:
         with Running(ctl, api) as running:
             _wait_for(lambda: len(api.patches) >= 3, 10, "the first pass writing")
@@ -301,7 +308,12 @@ def test_healthz_fails_when_a_loop_is_stuck(
         return iter(())
 
     api.watch_nodes = stuck_watch  # type: ignore[method-assign]
-    args = ("--watch-timeout=1", "--request-timeout=0.2", "--stuck-seconds=1.5")
+    args = (
+        "--watch-timeout=1",
+        "--request-timeout=0.2",
+        "--retry-period=0.5",
+        "--stuck-seconds=1.5",
+    )
     ctl = Controller(_args(*args), api)
     server = health(ctl)
     try:
@@ -321,7 +333,13 @@ def test_healthz_stays_ok_while_the_loops_cycle(
     api = FakeCluster(tiered_fleet())
     api.block_watches = True  # each watch lasts --watch-timeout, then starts again
     ctl = Controller(
-        _args("--watch-timeout=1", "--request-timeout=0.2", "--stuck-seconds=1.5"), api
+        _args(
+            "--watch-timeout=1",
+            "--request-timeout=0.2",
+            "--retry-period=0.5",
+            "--stuck-seconds=1.5",
+        ),
+        api,
     )
     server = health(ctl)
     with Running(ctl, api):

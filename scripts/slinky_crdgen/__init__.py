@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-from slinky_topology.crdgen.cli import main
-from slinky_topology.crdgen.errors import CrdGenError
-from slinky_topology.crdgen.jsonschema import crd_to_jsonschema
-from slinky_topology.crdgen.loader import load_crds
-from slinky_topology.crdgen.validate import ResourceValidator
+from slinky_crdgen.cli import main
+from slinky_crdgen.errors import CrdGenError
+from slinky_crdgen.jsonschema import crd_to_jsonschema
+from slinky_crdgen.loader import load_crds
+from slinky_crdgen.validate import ResourceValidator
 
 __all__ = ["CrdGenError", "ResourceValidator", "crd_to_jsonschema", "load_crds", "main"]

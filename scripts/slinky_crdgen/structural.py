@@ -33,7 +33,7 @@ from typing import Any
 
 import jsonschema as _jsonschema
 
-from slinky_topology.crdgen.jsonschema import DIALECT, openapi_to_jsonschema
+from slinky_crdgen.jsonschema import DIALECT, openapi_to_jsonschema
 
 __all__ = ["ALLOWED_KEYS", "structural_errors"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from slinky_topology.crdgen.errors import SchemaError
+from slinky_crdgen.errors import SchemaError
 
 __all__ = ["load_crds"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from slinky_topology.crdgen.dsl import (
+from slinky_crdgen.dsl import (
     SCALARS,
     Field,
     Kind,
@@ -17,8 +17,8 @@ from slinky_topology.crdgen.dsl import (
     TypeDef,
     TypeExpr,
 )
-from slinky_topology.crdgen.errors import ModelError
-from slinky_topology.crdgen.k8s import Definitions, int_or_string
+from slinky_crdgen.errors import ModelError
+from slinky_crdgen.k8s import Definitions, int_or_string
 
 __all__ = ["build_crd", "build_crds", "load_definitions", "type_schema"]
 

@@ -12,7 +12,7 @@ result, so the conversion mirrors what the API server accepts:
 - a property with a ``default`` is not required (the API server defaults before it
   validates), ``format: int32/int64`` become numeric bounds,
 - ``x-kubernetes-list-type: set`` becomes ``uniqueItems``; CEL rules are kept as the
-  annotation ``x-kubernetes-validations`` (see :mod:`slinky_topology.crdgen.cel`).
+  annotation ``x-kubernetes-validations`` (see :mod:`slinky_crdgen.cel`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonschema as _jsonschema
 
-from slinky_topology.crdgen.errors import SchemaError
+from slinky_crdgen.errors import SchemaError
 
 __all__ = [
     "DIALECT",

@@ -2,7 +2,7 @@
 
 The model is data: kinds, named types with fields, and the Kubernetes types they embed.
 :func:`load_model` checks it strictly (unknown keys, unknown types, bad expressions) and
-returns frozen dataclasses that :mod:`slinky_topology.crdgen.schema` turns into CRDs.
+returns frozen dataclasses that :mod:`slinky_crdgen.schema` turns into CRDs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from slinky_topology.crdgen.errors import ModelError
+from slinky_crdgen.errors import ModelError
 
 __all__ = [
     "SCALARS",
@@ -280,7 +280,7 @@ class Model:
 
 def default_model_path(version: str = "v1beta1") -> Path:
     """Path of the model file shipped with the package."""
-    return Path(str(resources.files("slinky_topology.crdgen.model") / f"{version}.yaml"))
+    return Path(str(resources.files("slinky_crdgen.model") / f"{version}.yaml"))
 
 
 def _mapping(value: object, where: str) -> dict[str, Any]:

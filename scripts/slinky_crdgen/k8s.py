@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from slinky_topology.crdgen.errors import DefinitionsError
+from slinky_crdgen.errors import DefinitionsError
 
 __all__ = ["Definitions", "definitions_path", "int_or_string"]
 

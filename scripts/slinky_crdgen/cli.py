@@ -1,4 +1,4 @@
-"""``python -m slinky_topology.crdgen``: write or check the Slinky CRD files."""
+"""``python -m slinky_crdgen``: write or check the Slinky CRD files."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slinky_topology.crdgen.dsl import load_model
-from slinky_topology.crdgen.errors import CrdGenError, StaleOutputError
-from slinky_topology.crdgen.render import diff_outputs, render_yaml, write_outputs
-from slinky_topology.crdgen.schema import build_crds
+from slinky_crdgen.dsl import load_model
+from slinky_crdgen.errors import CrdGenError, StaleOutputError
+from slinky_crdgen.render import diff_outputs, render_yaml, write_outputs
+from slinky_crdgen.schema import build_crds
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,14 +43,12 @@ def check(folder: Path, model_path: Path | None = None) -> None:
     """Raise :class:`StaleOutputError` when ``folder`` differs from the generated files."""
     diff = diff_outputs(generate(model_path), folder)
     if diff:
-        raise StaleOutputError(
-            f"{folder} is stale; regenerate with: python -m slinky_topology.crdgen", diff
-        )
+        raise StaleOutputError(f"{folder} is stale; regenerate with: python -m slinky_crdgen", diff)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_topology.crdgen",
+        prog="python -m slinky_crdgen",
         description="Generate the slinky.slurm.net CRDs from the compact API model.",
     )
     parser.add_argument(

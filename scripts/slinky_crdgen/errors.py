@@ -1,17 +1,17 @@
 """Exceptions raised by the CRD generator and its validators.
 
-All derive from :class:`slinky_topology.errors.TopologyError`, the package's base error.
+All derive from :class:`CrdGenError`. The generator is a package of its own, beside the product
+package ``slinky_topology`` and independent of it: it is a build and test tool, never shipped in
+the wheel or the labeler image.
 """
 
 from __future__ import annotations
 
-from slinky_topology.errors import TopologyError
-
 __all__ = ["CrdGenError", "DefinitionsError", "ModelError", "SchemaError", "StaleOutputError"]
 
 
-class CrdGenError(TopologyError):
-    """Base class of every error raised by ``slinky_topology.crdgen``."""
+class CrdGenError(Exception):
+    """Base class of every error raised by ``slinky_crdgen``."""
 
 
 class ModelError(CrdGenError):

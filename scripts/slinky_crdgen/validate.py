@@ -3,11 +3,11 @@
 :class:`ResourceValidator` looks a resource's CRD up by ``apiVersion``/``kind`` and reports,
 as ``"<path>: <message>"`` strings:
 
-1. JSON Schema errors (:func:`~slinky_topology.crdgen.jsonschema.crd_validator`: types,
+1. JSON Schema errors (:func:`~slinky_crdgen.jsonschema.crd_validator`: types,
    required, enums, patterns, formats, unknown fields),
 2. duplicate keys in ``x-kubernetes-list-type: map`` lists and duplicate ``set`` items,
 3. when 1 and 2 found nothing (the API server also skips CEL on invalid objects), failed
-   ``x-kubernetes-validations`` rules (:mod:`slinky_topology.crdgen.cel`, needs cel-python).
+   ``x-kubernetes-validations`` rules (:mod:`slinky_crdgen.cel`, needs cel-python).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from slinky_topology.crdgen.cel import evaluate_rules
-from slinky_topology.crdgen.defaulting import apply_defaults
-from slinky_topology.crdgen.jsonschema import crd_validator, version_schema
+from slinky_crdgen.cel import evaluate_rules
+from slinky_crdgen.defaulting import apply_defaults
+from slinky_crdgen.jsonschema import crd_validator, version_schema
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from slinky_topology.crdgen.defaulting import apply_defaults
-from slinky_topology.crdgen.errors import CrdGenError
-from slinky_topology.crdgen.jsonschema import version_schema
+from slinky_crdgen.defaulting import apply_defaults
+from slinky_crdgen.errors import CrdGenError
+from slinky_crdgen.jsonschema import version_schema
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
