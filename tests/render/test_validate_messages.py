@@ -1,0 +1,1190 @@
+"""Every message a chart can fail with, one table row each, asserted through the real Helm.
+
+A chart refuses values in three ways: a message appended to ``$errors`` in
+``templates/validate.yaml`` (printed by its one ``fail``, as a list under "<chart>: invalid values
+(N):"), a direct ``fail`` or ``required`` in another template, and ``values.schema.json``, which
+Helm checks before any template runs. Each row of :data:`ROWS` names a chart, the smallest values
+overlay (and, for a check of the chart's own files, the files added to a copy of the chart) that
+trips exactly one message, and that message as the user reads it, written out in full with the
+value path it names. The test renders the row with the pinned Helm and requires a non-zero exit
+with exactly that text.
+
+A check that ``values.schema.json`` makes unreachable (the schema refuses the input first) keeps
+its row with ``schema=``: one test proves the schema's error for the row's values, another renders
+them with ``--skip-schema-validation`` (which a user can pass) and proves the template's message.
+
+The completeness check reads every template of every chart, takes each ``fail``, ``required``
+and ``append $errors`` message format, and requires a row whose message it produces: a new
+message without a row fails the tier.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import schemas as kubeschema
+
+CHARTS = {c.name: c for c in charts.discover_charts()}
+NEWEST = kubeschema.newest_version()
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+TOPOLOGY = "- topology: fabric\n  cluster_default: true\n  flat: true\n"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One message: the chart, what trips it, and what Helm prints."""
+
+    id: str
+    chart: str
+    values: dict[str, Any]
+    message: str
+    """The template's message as Helm prints it for ``values`` (one entry of validate.yaml's list,
+    or the whole text of a direct ``fail``/``required``)."""
+    schema: tuple[str, str] | None = None
+    """Set when values.schema.json refuses ``values`` before the template runs: the JSON pointer
+    and the text of the schema error Helm prints then (``- at '<pointer>': <text>``)."""
+    why: str = ""
+    """For a ``schema`` row: why the template's check cannot be reached."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files added to a copy of the chart (path relative to the chart), for checks of its files."""
+    release: str = helm.DEFAULT_RELEASE
+
+
+# -- gpu-topology-labeler ------------------------------------------------------------------------
+
+LABELER = "gpu-topology-labeler"
+LABELER_ROWS = (
+    Row(
+        "replicas-without-leader-election",
+        LABELER,
+        {"controller": {"replicas": 2, "leaderElection": {"enabled": False}}},
+        "controller.replicas is 2 but controller.leaderElection.enabled is false: several controllers would "
+        "write at once. Set `controller.leaderElection.enabled: true` or `controller.replicas: 1`.",
+    ),
+    Row(
+        "retry-not-below-renew",
+        LABELER,
+        {
+            "controller": {
+                "leaderElection": {
+                    "leaseDurationSeconds": 30,
+                    "renewDeadlineSeconds": 10,
+                    "retryPeriodSeconds": 10,
+                }
+            }
+        },
+        "controller.leaderElection.retryPeriodSeconds must be less than renewDeadlineSeconds.",
+    ),
+    Row(
+        "renew-not-below-lease",
+        LABELER,
+        {
+            "controller": {
+                "leaderElection": {"leaseDurationSeconds": 15, "renewDeadlineSeconds": 15}
+            }
+        },
+        "controller.leaderElection.renewDeadlineSeconds must be less than leaseDurationSeconds.",
+    ),
+    Row(
+        "request-timeout-outlasts-lease",
+        LABELER,
+        {"controller": {"requestTimeoutSeconds": 13}},
+        "controller.requestTimeoutSeconds (13) plus controller.leaderElection.retryPeriodSeconds (2) must be "
+        "less than leaseDurationSeconds (15): a write starts only if it ends before the Lease could pass to "
+        "another pod. Lower the timeout or lengthen the Lease.",
+    ),
+    Row(
+        "stuck-seconds-too-short",
+        LABELER,
+        {"controller": {"stuckSeconds": 70}},
+        "controller.stuckSeconds (70) must exceed 70 (watchTimeoutSeconds + requestTimeoutSeconds, and "
+        "leaderElection.retryPeriodSeconds + 2 \N{MULTIPLICATION SIGN} requestTimeoutSeconds): a healthy "
+        "controller can be quiet that long. Raise it, or leave it null.",
+    ),
+    Row(
+        "grace-period-too-short",
+        LABELER,
+        {"controller": {"terminationGracePeriodSeconds": 34}},
+        "controller.terminationGracePeriodSeconds (34) is less than 35 "
+        "(3 \N{MULTIPLICATION SIGN} requestTimeoutSeconds + 5): a stopping controller may need that long to "
+        "end its write in flight and release its Lease. Raise it, or leave it null.",
+    ),
+    Row(
+        "service-monitor-without-metrics",
+        LABELER,
+        {"controller": {"metrics": {"enabled": False, "serviceMonitor": {"enabled": True}}}},
+        "controller.metrics.serviceMonitor.enabled is true but controller.metrics.enabled is false: set "
+        "`controller.metrics.enabled: true`.",
+    ),
+    Row(
+        "fabric-configmap-is-the-output",
+        LABELER,
+        {"topology": {"fabricConfigMap": {"name": "rel-gpu-topology-labeler-topology"}}},
+        'topology.fabricConfigMap.name and the topology ConfigMap are both "rel-gpu-topology-labeler-topology": '
+        "the labeler would overwrite its own input. Give them different names.",
+    ),
+    Row(
+        "service-accounts-collide",
+        LABELER,
+        {
+            "controller": {"serviceAccount": {"name": "labeler"}},
+            "discovery": {"enabled": True, "serviceAccount": {"name": "labeler"}},
+        },
+        "ServiceAccount names collide (labeler, labeler, rel-gpu-topology-labeler-test): give "
+        "controller.serviceAccount.name and discovery.serviceAccount.name different values (the test "
+        "ServiceAccount is `<fullname>-test`).",
+    ),
+    Row(
+        "pod-label-the-chart-sets",
+        LABELER,
+        {"controller": {"podLabels": {"app.kubernetes.io/name": "other"}}},
+        'controller.podLabels sets "app.kubernetes.io/name", which the chart sets itself: remove it.',
+    ),
+    Row(
+        "env-the-chart-sets",
+        LABELER,
+        {"discovery": {"extraEnv": [{"name": "NODE_NAME", "value": "n1"}]}},
+        "discovery.extraEnv sets NODE_NAME, which the chart sets itself: remove it.",
+    ),
+    Row(
+        "env-twice",
+        LABELER,
+        {"controller": {"extraEnv": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}},
+        "controller.extraEnv names a variable more than once: remove the duplicates.",
+    ),
+    Row(
+        "network-policy-without-api-ports",
+        LABELER,
+        {"networkPolicy": {"apiServer": {"ports": []}}},
+        "networkPolicy.apiServer.ports is empty: the pods could not reach the API server. List its ports "
+        "(443, 6443), or set `networkPolicy.enabled: false`.",
+    ),
+    Row(
+        "tests-without-rbac",
+        LABELER,
+        {"rbac": {"create": False}},
+        "tests.enabled needs rbac.create (the test pod gets its own read-only Role): set `tests.enabled: "
+        "false` when RBAC is managed outside the chart.",
+    ),
+    Row(
+        "image-repository-required",
+        LABELER,
+        {"image": {"repository": ""}},
+        "an image repository is required (image.repository)",
+        schema=("/image/repository", "minLength: got 0, want 1"),
+        why="the schema gives every image repository minLength 1",
+    ),
+)
+
+
+# -- slurm-bridge --------------------------------------------------------------------------------
+
+BRIDGE = "slurm-bridge"
+BRIDGE_ROWS = (
+    Row(
+        "replicas-without-leader-election",
+        BRIDGE,
+        {"controllers": {"replicas": 2, "leaderElection": {"enabled": False}}},
+        "controllers.replicas is 2 but controllers.leaderElection.enabled is false: several instances would "
+        "act at once. Set `controllers.leaderElection.enabled: true` or `controllers.replicas: 1`.",
+    ),
+    Row(
+        "lease-not-above-renew",
+        BRIDGE,
+        {"scheduler": {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}}},
+        "scheduler.leaderElection.leaseDuration (10s) must be longer than scheduler.leaderElection.renewDeadline "
+        "(10s): kube-scheduler refuses to start. The defaults are 15s and 10s.",
+    ),
+    Row(
+        "renew-not-above-retry-jitter",
+        BRIDGE,
+        {"scheduler": {"leaderElection": {"renewDeadline": "2400ms", "retryPeriod": "2s"}}},
+        "scheduler.leaderElection.renewDeadline (2400ms) must be longer than 1.2 x "
+        "scheduler.leaderElection.retryPeriod (2s): kube-scheduler refuses to start. The defaults are 10s and 2s.",
+    ),
+    Row(
+        "plugin-config-without-name",
+        BRIDGE,
+        {"scheduler": {"extraPluginConfig": [{"args": {}}]}},
+        "scheduler.extraPluginConfig[0] needs a string `name` (a kube-scheduler plugin name) and optional `args`.",
+    ),
+    Row(
+        "plugin-config-of-slurm-bridge",
+        BRIDGE,
+        {
+            "scheduler": {
+                "extraPluginConfig": [{"name": "NodeResourcesFit"}, {"name": "SlurmBridge"}]
+            }
+        },
+        "scheduler.extraPluginConfig[1] configures SlurmBridge: the chart renders its entry itself (it takes no "
+        "args in 1.2.1; it reads config.yaml). Remove the entry.",
+    ),
+    Row(
+        "scheduler-service-monitor-without-metrics",
+        BRIDGE,
+        {"scheduler": {"metrics": {"serviceMonitor": {"enabled": True}}}},
+        "scheduler.metrics.serviceMonitor.enabled is true but scheduler.metrics.enabled is false: set "
+        "`scheduler.metrics.enabled: true` (the ServiceMonitor scrapes its Service).",
+    ),
+    Row(
+        "metrics-port-is-health-port",
+        BRIDGE,
+        {"controllers": {"metrics": {"port": 8081}}},
+        "controllers.metrics.port and controllers.healthPort are both 8081: give them different ports.",
+    ),
+    Row(
+        "secure-metrics-without-metrics",
+        BRIDGE,
+        {"controllers": {"metrics": {"enabled": False, "secure": True}}},
+        "controllers.metrics.secure is true but controllers.metrics.enabled is false: enable metrics or unset "
+        "secure.",
+    ),
+    Row(
+        "controllers-service-monitor-without-metrics",
+        BRIDGE,
+        {"controllers": {"metrics": {"enabled": False, "serviceMonitor": {"enabled": True}}}},
+        "controllers.metrics.serviceMonitor.enabled is true but controllers.metrics.enabled is false: set "
+        "`controllers.metrics.enabled: true`.",
+    ),
+    Row(
+        "admission-health-port-is-webhook-port",
+        BRIDGE,
+        {"admission": {"healthPort": 9443}},
+        "admission.healthPort is 9443, the port the v1.2.1 admission binary serves webhooks on (not "
+        "configurable): pick another health port.",
+    ),
+    Row(
+        "cert-manager-and-own-secret",
+        BRIDGE,
+        {
+            "admission": {
+                "certManager": {"enabled": True},
+                "tls": {"existingSecret": "tls", "caBundle": PEM},
+            }
+        },
+        "admission.certManager.enabled is true and admission.tls.existingSecret is set: choose one TLS source. "
+        "Unset `admission.tls.existingSecret`, or set `admission.certManager.enabled: false`.",
+    ),
+    Row(
+        "own-secret-without-ca",
+        BRIDGE,
+        {"admission": {"tls": {"existingSecret": "tls"}}},
+        "admission.tls.existingSecret is set but admission.tls.caBundle is empty: set `admission.tls.caBundle` "
+        "to the PEM CA that signed the Secret's certificate.",
+    ),
+    Row(
+        "ca-without-own-secret",
+        BRIDGE,
+        {"admission": {"tls": {"caBundle": PEM}}},
+        "admission.tls.caBundle is set without admission.tls.existingSecret: it is only used with your own "
+        "Secret. Set `admission.tls.existingSecret` or remove `admission.tls.caBundle`.",
+    ),
+    Row(
+        "ca-not-pem",
+        BRIDGE,
+        {"admission": {"tls": {"existingSecret": "tls", "caBundle": "TUlJQg=="}}},
+        "admission.tls.caBundle must be PEM text (-----BEGIN CERTIFICATE-----), not base64.",
+        schema=(
+            "/admission/tls/caBundle",
+            r"'TUlJQg==' does not match pattern '^(|-----BEGIN CERTIFICATE-----[\\s\\S]*)$'",
+        ),
+        why="the schema gives caBundle a pattern: empty or PEM",
+    ),
+    Row(
+        "secret-name-and-own-secret",
+        BRIDGE,
+        {"admission": {"tls": {"existingSecret": "tls", "caBundle": PEM, "secretName": "managed"}}},
+        "admission.tls.secretName and admission.tls.existingSecret are both set: existingSecret names your "
+        "Secret, secretName only names the Secret the chart manages. Keep one.",
+    ),
+    Row(
+        "issuer-without-cert-manager",
+        BRIDGE,
+        {"admission": {"certManager": {"issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}}},
+        "admission.certManager.issuerRef is set but admission.certManager.enabled is false: enable "
+        "cert-manager or remove the issuerRef.",
+    ),
+    Row(
+        "issuer-without-name",
+        BRIDGE,
+        {"admission": {"certManager": {"enabled": True, "issuerRef": {"kind": "ClusterIssuer"}}}},
+        "admission.certManager.issuerRef.name is required when admission.certManager.issuerRef is set.",
+    ),
+    Row(
+        "protected-namespace",
+        BRIDGE,
+        {"managedNamespaces": ["batch", "kube-system"]},
+        'managedNamespaces[1] is "kube-system", a protected namespace (kube-system, kube-public, '
+        "kube-node-lease, the release namespace, the slurm-cluster namespace `slurm.cluster.namespace` or the "
+        "operator's `operatorNamespace`: kube-node-lease, kube-public, kube-system, slinky, suite-ns): their "
+        "pods (the bridge, Slurm's daemons, the operator) must never wait for Slurm, and the webhooks skip "
+        "them. Remove it from the list.",
+    ),
+    Row(
+        "selector-matches-everything",
+        BRIDGE,
+        {"managedNamespaceSelector": {"matchLabels": {}}},
+        "managedNamespaceSelector has no matchLabels and no matchExpressions: such a selector matches EVERY "
+        'namespace. Give it labels (e.g. `matchLabels: {slinky.slurm.net/slurm-bridge: "true"}`), or set '
+        "`manageAllNamespaces: true` (and `managedNamespaceSelector: {}`) if every namespace but the protected "
+        "ones is really meant.",
+    ),
+    Row(
+        "all-namespaces-and-selector",
+        BRIDGE,
+        {
+            "manageAllNamespaces": True,
+            "managedNamespaceSelector": {"matchLabels": {"slurm": "yes"}},
+        },
+        "manageAllNamespaces is true and managedNamespaceSelector is set: choose one. `manageAllNamespaces: "
+        "true` bridges every namespace but the protected ones; a selector bridges only the namespaces it "
+        "matches.",
+    ),
+    Row(
+        "token-in-another-namespace",
+        BRIDGE,
+        {"slurm": {"cluster": {"namespace": "slurm"}}},
+        'slurm.cluster.namespace is "slurm" but this release is in "suite-ns": the Token must sit next to the '
+        "jwt.key Secret it signs with, and the pods read the JWT from this namespace. Copy jwt.key into "
+        '"suite-ns" and set `slurm.jwt.token.jwtKeySecret`, or mint a token yourself and set '
+        "`slurm.jwt.existingSecret`.",
+    ),
+    Row(
+        "own-jwt-and-token-secret",
+        BRIDGE,
+        {"slurm": {"jwt": {"existingSecret": "jwt", "token": {"secretName": "minted"}}}},
+        "slurm.jwt.existingSecret and slurm.jwt.token.secretName are both set: existingSecret means no Token "
+        "is rendered. Keep one.",
+    ),
+    Row(
+        "service-accounts-collide",
+        BRIDGE,
+        {
+            "scheduler": {"serviceAccount": {"name": "bridge"}},
+            "controllers": {"serviceAccount": {"name": "bridge"}},
+        },
+        "two created ServiceAccounts share a name (bridge, rel-slurm-bridge-admission, bridge, "
+        "rel-slurm-bridge-test): give scheduler, admission and controllers different `serviceAccount.name` "
+        "values (or leave them empty).",
+    ),
+    Row(
+        "network-policy-without-api-ports",
+        BRIDGE,
+        {"networkPolicy": {"apiServer": {"ports": []}}},
+        "networkPolicy.apiServer.ports is empty: an egress rule without ports would allow every port. List the "
+        "API server ports, e.g. `[443, 6443]`.",
+    ),
+    Row(
+        "tests-without-rbac",
+        BRIDGE,
+        {"rbac": {"create": False}},
+        "tests.enabled needs rbac.create (the test pod gets its own read-only Role): set `tests.enabled: "
+        "false` when RBAC is managed outside the chart.",
+    ),
+    Row(
+        "image-repository-required",
+        BRIDGE,
+        {"scheduler": {"image": {"repository": ""}}},
+        "an image repository is required (image.repository)",
+        schema=("/scheduler/image/repository", "minLength: got 0, want 1"),
+        why="the schema gives every image repository minLength 1",
+    ),
+)
+
+
+# -- slurm-operator ------------------------------------------------------------------------------
+
+OPERATOR = "slurm-operator"
+OPERATOR_ROWS = (
+    Row(
+        "watch-namespace-empty",
+        OPERATOR,
+        {"watchNamespaces": ["slurm", ""]},
+        "watchNamespaces[1] is empty: remove the entry, or set `watchNamespaces: []` to watch all namespaces.",
+    ),
+    Row(
+        "watch-namespace-with-comma",
+        OPERATOR,
+        {"watchNamespaces": ["slurm,batch"]},
+        'watchNamespaces[0] ("slurm,batch") contains a comma: give one namespace per list entry.',
+        schema=(
+            "/watchNamespaces/0",
+            "'slurm,batch' does not match pattern '^(|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$'",
+        ),
+        why="the schema's pattern allows a namespace name or an empty entry, never a comma",
+    ),
+    Row(
+        "watch-namespace-twice",
+        OPERATOR,
+        {"watchNamespaces": ["slurm", "slurm"]},
+        "watchNamespaces lists a namespace more than once: remove the duplicates.",
+    ),
+    Row(
+        "node-condition-with-comma",
+        OPERATOR,
+        {"propagatedNodeConditions": ["KernelDeadlock,ReadonlyFilesystem"]},
+        'propagatedNodeConditions[0] ("KernelDeadlock,ReadonlyFilesystem") must be one non-empty node '
+        "condition type, e.g. `KernelDeadlock`.",
+        schema=(
+            "/propagatedNodeConditions/0",
+            "'KernelDeadlock,ReadonlyFilesystem' does not match pattern "
+            r"'^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?"
+            r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])$'",
+        ),
+        why="the schema's pattern (a qualified name) refuses an empty entry and a comma alike",
+    ),
+    Row(
+        "replicas-without-leader-election",
+        OPERATOR,
+        {"operator": {"replicas": 2, "leaderElection": {"enabled": False}}},
+        "operator.replicas is 2 but operator.leaderElection.enabled is false: several managers would "
+        "reconcile at once. Set `operator.leaderElection.enabled: true` or `operator.replicas: 1`.",
+    ),
+    Row(
+        "metrics-port-is-health-port",
+        OPERATOR,
+        {"operator": {"metrics": {"port": 8081}}},
+        "operator.metrics.port and operator.healthPort are both 8081: give them different ports.",
+    ),
+    Row(
+        "secure-metrics-without-metrics",
+        OPERATOR,
+        {"webhook": {"metrics": {"secure": True}}},
+        "webhook.metrics.secure is true but webhook.metrics.enabled is false: enable metrics or unset secure.",
+    ),
+    Row(
+        "service-monitor-without-metrics",
+        OPERATOR,
+        {"operator": {"metrics": {"enabled": False, "serviceMonitor": {"enabled": True}}}},
+        "operator.metrics.serviceMonitor.enabled is true but operator.metrics.enabled is false: set "
+        "`operator.metrics.enabled: true`.",
+    ),
+    Row(
+        "webhook-server-port-is-health-port",
+        OPERATOR,
+        {"webhook": {"serverPort": 8081}},
+        "webhook.serverPort must differ from webhook.healthPort and webhook.metrics.port.",
+    ),
+    Row(
+        "webhook-service-port-is-metrics-port",
+        OPERATOR,
+        {"webhook": {"metrics": {"enabled": True, "port": 443}}},
+        "webhook.service.port and webhook.metrics.port are both 443, and both are ports of the webhook "
+        "Service: give them different ports.",
+    ),
+    Row(
+        "cert-manager-and-own-secret",
+        OPERATOR,
+        {
+            "webhook": {
+                "certManager": {"enabled": True},
+                "tls": {"existingSecret": "tls", "caBundle": PEM},
+            }
+        },
+        "webhook.certManager.enabled is true and webhook.tls.existingSecret is set: choose one TLS source. "
+        "Unset `webhook.tls.existingSecret` to let cert-manager issue the certificate, or set "
+        "`webhook.certManager.enabled: false` to use your Secret.",
+    ),
+    Row(
+        "own-secret-without-ca",
+        OPERATOR,
+        {"webhook": {"tls": {"existingSecret": "tls"}}},
+        "webhook.tls.existingSecret is set but webhook.tls.caBundle is empty: set `webhook.tls.caBundle` to the "
+        "PEM CA that signed the Secret's certificate (the API server needs it to call the webhook).",
+    ),
+    Row(
+        "ca-without-own-secret",
+        OPERATOR,
+        {"webhook": {"tls": {"caBundle": PEM}}},
+        "webhook.tls.caBundle is set without webhook.tls.existingSecret: it is only used with your own Secret. "
+        "Set `webhook.tls.existingSecret` or remove `webhook.tls.caBundle`.",
+    ),
+    Row(
+        "ca-not-pem",
+        OPERATOR,
+        {"webhook": {"tls": {"existingSecret": "tls", "caBundle": "TUlJQg=="}}},
+        "webhook.tls.caBundle must be PEM text (-----BEGIN CERTIFICATE-----), not base64.",
+        schema=(
+            "/webhook/tls/caBundle",
+            r"'TUlJQg==' does not match pattern '^(|(-----BEGIN CERTIFICATE-----\\r?\\n([A-Za-z0-9+/=]+\\r?\\n)+"
+            r"-----END CERTIFICATE-----(\\r?\\n)*)+)$'",
+        ),
+        why="the schema gives caBundle a pattern: empty or PEM certificates",
+    ),
+    Row(
+        "secret-name-and-own-secret",
+        OPERATOR,
+        {"webhook": {"tls": {"existingSecret": "tls", "caBundle": PEM, "secretName": "managed"}}},
+        "webhook.tls.secretName and webhook.tls.existingSecret are both set: existingSecret names your Secret, "
+        "secretName only names the Secret the chart manages. Keep one.",
+    ),
+    Row(
+        "issuer-without-cert-manager",
+        OPERATOR,
+        {"webhook": {"certManager": {"issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}}},
+        "webhook.certManager.issuerRef is set but webhook.certManager.enabled is false: enable cert-manager or "
+        "remove the issuerRef.",
+    ),
+    Row(
+        "certificate-too-short",
+        OPERATOR,
+        {"webhook": {"certManager": {"enabled": True, "duration": "59m", "renewBefore": "30m"}}},
+        "webhook.certManager.duration (59m) is shorter than 1h, the minimum cert-manager accepts.",
+    ),
+    Row(
+        "renewal-too-short",
+        OPERATOR,
+        {"webhook": {"certManager": {"enabled": True, "renewBefore": "4m59s"}}},
+        "webhook.certManager.renewBefore (4m59s) is shorter than 5m, the minimum cert-manager accepts.",
+    ),
+    Row(
+        "renewal-not-before-expiry",
+        OPERATOR,
+        {"webhook": {"certManager": {"enabled": True, "duration": "2h", "renewBefore": "120m"}}},
+        "webhook.certManager.renewBefore (120m) must be shorter than webhook.certManager.duration (2h), or "
+        "cert-manager rejects the Certificate.",
+    ),
+    Row(
+        "issuer-without-name",
+        OPERATOR,
+        {"webhook": {"certManager": {"enabled": True, "issuerRef": {"kind": "ClusterIssuer"}}}},
+        "webhook.certManager.issuerRef.name is required when webhook.certManager.issuerRef is set.",
+    ),
+    Row(
+        "base-name-not-dns-1035",
+        OPERATOR,
+        {},
+        'the base name "1rel-slurm-operator" (from the release name "1rel") is not a DNS-1035 label, and it '
+        "names Services: set `fullnameOverride` to a name that starts with a letter and holds only lowercase "
+        "letters, digits and '-'.",
+        release="1rel",
+    ),
+    Row(
+        "operator-and-webhook-same-name",
+        OPERATOR,
+        {
+            "fullnameOverride": "s" * 52 + "-webhook",
+            "webhook": {"serviceAccount": {"create": False}},
+        },
+        f'the operator and the webhook would both be named "{"s" * 52}-webhook": shorten `fullnameOverride` '
+        "or drop its `-webhook` suffix.",
+    ),
+    Row(
+        "service-accounts-collide",
+        OPERATOR,
+        {
+            "operator": {"serviceAccount": {"name": "slinky"}},
+            "webhook": {"serviceAccount": {"name": "slinky"}},
+        },
+        'the operator and webhook ServiceAccounts would both be named "slinky": set different '
+        "`operator.serviceAccount.name` and `webhook.serviceAccount.name`, or `webhook.serviceAccount.create: "
+        "false` to share the operator's.",
+    ),
+    Row(
+        "service-account-is-the-test-account",
+        OPERATOR,
+        {"webhook": {"serviceAccount": {"name": "rel-slurm-operator-test"}}},
+        'webhook.serviceAccount.name ("rel-slurm-operator-test") is the name of the helm test ServiceAccount: '
+        "choose another name.",
+    ),
+    Row(
+        "pod-label-the-chart-sets",
+        OPERATOR,
+        {"webhook": {"podLabels": {"app.kubernetes.io/component": "other"}}},
+        'webhook.podLabels sets "app.kubernetes.io/component", which the chart sets itself (and the Deployment '
+        "selector may rely on): remove it.",
+    ),
+    Row(
+        "monitor-label-the-chart-sets",
+        OPERATOR,
+        {"operator": {"metrics": {"serviceMonitor": {"labels": {"helm.sh/chart": "other"}}}}},
+        'operator.metrics.serviceMonitor.labels sets "helm.sh/chart", which the chart sets itself: remove it.',
+    ),
+    Row(
+        "default-container-annotation",
+        OPERATOR,
+        {"operator": {"podAnnotations": {"kubectl.kubernetes.io/default-container": "other"}}},
+        'operator.podAnnotations sets "kubectl.kubernetes.io/default-container", which the chart sets to its '
+        "own container: remove it.",
+    ),
+    Row(
+        "env-twice",
+        OPERATOR,
+        {
+            "operator": {
+                "extraEnv": [
+                    {"name": "A", "value": "1"},
+                    {"name": "B"},
+                    {"name": "A", "value": "2"},
+                ]
+            }
+        },
+        'operator.extraEnv[2] sets "A" again: give each variable once.',
+    ),
+    Row(
+        "scrape-timeout-above-interval",
+        OPERATOR,
+        {
+            "operator": {
+                "metrics": {
+                    "serviceMonitor": {"enabled": True, "interval": "30s", "scrapeTimeout": "1m"}
+                }
+            }
+        },
+        "operator.metrics.serviceMonitor.scrapeTimeout (1m) is longer than its interval (30s): Prometheus "
+        "rejects the scrape config. Lower scrapeTimeout or raise interval.",
+    ),
+    Row(
+        "profile-not-on-loopback",
+        OPERATOR,
+        {"operator": {"profile": {"enabled": True, "address": "0.0.0.0:6060"}}},
+        "operator.profile.address (0.0.0.0:6060) is not a loopback address: pprof would be served on the "
+        "pod's network (heap and goroutine dumps, CPU profiles). Use `localhost:6060` and `kubectl "
+        "port-forward`, or set `operator.profile.allowRemote: true` to open it on purpose.",
+    ),
+    Row(
+        "profile-port-taken",
+        OPERATOR,
+        {"operator": {"profile": {"enabled": True, "address": "localhost:8080"}}},
+        "operator.profile.address (localhost:8080) uses the port of operator.healthPort or "
+        "operator.metrics.port: give pprof its own port.",
+    ),
+    Row(
+        "network-policy-without-api-ports",
+        OPERATOR,
+        {"networkPolicy": {"apiServer": {"ports": []}}},
+        "networkPolicy.apiServer.ports is empty: an egress rule without ports would allow every port. List the "
+        "API server ports, e.g. `[443, 6443]`.",
+    ),
+    Row(
+        "tests-without-rbac",
+        OPERATOR,
+        {"rbac": {"create": False}},
+        "tests.enabled needs rbac.create (the test pod gets its own read-only Role): set `tests.enabled: "
+        "false` when RBAC is managed outside the chart.",
+    ),
+    Row(
+        "crd-file-not-yaml",
+        OPERATOR,
+        {},
+        "crds.enabled: files/crds/zz-broken.yaml is not valid YAML: error converting YAML to JSON: yaml: line 1: "
+        "did not find expected ',' or ']'",
+        files={"files/crds/zz-broken.yaml": "kind: [CustomResourceDefinition\n"},
+    ),
+    Row(
+        "crd-file-holds-another-kind",
+        OPERATOR,
+        {},
+        'crds.enabled: files/crds/zz-configmap.yaml holds a "ConfigMap", only CustomResourceDefinition '
+        "documents belong in files/crds/",
+        files={
+            "files/crds/zz-configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n"
+        },
+    ),
+    Row(
+        "crd-file-document-without-kind",
+        OPERATOR,
+        {},
+        'crds.enabled: files/crds/zz-note.yaml holds a "document without kind", only CustomResourceDefinition '
+        "documents belong in files/crds/",
+        files={"files/crds/zz-note.yaml": "note: not a Kubernetes object\n"},
+    ),
+    Row(
+        "image-repository-required",
+        OPERATOR,
+        {"webhook": {"image": {"repository": ""}}},
+        "an image repository is required (image.repository)",
+        schema=("/webhook/image/repository", "minLength: got 0, want 1"),
+        why="the schema gives every image repository minLength 1",
+    ),
+)
+
+
+# -- slurm-cluster -------------------------------------------------------------------------------
+
+CLUSTER = "slurm-cluster"
+GPU = {"gpu": {"count": 8}}
+KEDA = {"enabled": True, "type": "keda", "minReplicas": 0}
+CLUSTER_ROWS = (
+    Row(
+        "slurm-conf-file",
+        CLUSTER,
+        {"configFiles": {"slurm.conf": "ClusterName=x\n"}},
+        "configFiles.slurm.conf is refused: the operator generates slurm.conf. Put extra settings in "
+        "`slurmConf.extraLines`/`slurmConf.extra` (slurm.conf).",
+    ),
+    Row(
+        "slurmdbd-conf-file",
+        CLUSTER,
+        {"configFiles": {"slurmdbd.conf": "DbdHost=x\n"}},
+        "configFiles.slurmdbd.conf is refused: the operator generates slurmdbd.conf. Put extra settings in "
+        "`slurmConf.extraLines`/`slurmConf.extra` or `accounting.extraConf` (slurmdbd.conf).",
+    ),
+    Row(
+        "partition-without-nodesets",
+        CLUSTER,
+        {"partitions": {"debug": {"nodesets": []}}},
+        "partitions.debug.nodesets is empty: list NodeSet names (keys of `nodesets`) or `[ALL]`.",
+    ),
+    Row(
+        "partition-names-unknown-nodeset",
+        CLUSTER,
+        {"partitions": {"debug": {"nodesets": ["compute", "gpu"]}}},
+        'partitions.debug.nodesets names NodeSet "gpu" (partition "debug"), which is unknown or disabled: known '
+        "NodeSets are [compute]. Fix the name, enable `nodesets.gpu`, or use `ALL`.",
+    ),
+    Row(
+        "partition-default-names-disabled-nodeset",
+        CLUSTER,
+        {
+            "partitionDefaults": {"nodesets": ["gpu"]},
+            "partitions": {"debug": {}},
+            "nodesets": {"gpu": {"enabled": False}},
+        },
+        'partitionDefaults.nodesets names NodeSet "gpu" (partition "debug"), which is unknown or disabled: known '
+        "NodeSets are [compute]. Fix the name, enable `nodesets.gpu`, or use `ALL`.",
+    ),
+    Row(
+        "partition-defined-twice",
+        CLUSTER,
+        {"partitions": {"compute": {"nodesets": ["ALL"]}}},
+        'partition "compute" is defined twice: by `partitions.compute` and by '
+        "`nodesets.compute.partition.enabled`. Keep one.",
+    ),
+    Row(
+        "partition-topology-without-topology",
+        CLUSTER,
+        {"nodesets": {"compute": {"partition": {"topology": "fabric"}}}},
+        'nodesets.compute.partition.topology is "fabric" but no topology is configured: set `topology.yaml` '
+        "or `topology.configMapRef`.",
+    ),
+    Row(
+        "partition-topology-undeclared",
+        CLUSTER,
+        {
+            "topology": {"yaml": TOPOLOGY},
+            "partitions": {"debug": {"nodesets": ["ALL"], "topology": "rails"}},
+        },
+        'partitions.debug.topology is "rails" but topology.yaml declares [fabric].',
+    ),
+    Row(
+        "topology-from-two-places",
+        CLUSTER,
+        {"topology": {"yaml": TOPOLOGY, "configMapRef": {"name": "fabric"}}},
+        "topology.yaml comes from more than one place (`topology.yaml`, `topology.configMapRef`, "
+        "`configFiles.topology.yaml`): keep one.",
+    ),
+    Row(
+        "topology-configmap-key",
+        CLUSTER,
+        {"topology": {"configMapRef": {"name": "fabric", "key": "fabric.yaml"}}},
+        'topology.configMapRef.key is "fabric.yaml": the ConfigMap is mounted as files in /etc/slurm, so the '
+        "key must be `topology.yaml`.",
+    ),
+    Row(
+        "topology-not-a-list",
+        CLUSTER,
+        {"topology": {"yaml": "topology: fabric\n"}},
+        "topology.yaml must be a YAML list of topologies (`- topology: <name>` with tree, block or flat), e.g. "
+        "the output of `slinky-topology generate --format values`.",
+    ),
+    Row(
+        "gpus-of-two-vendors",
+        CLUSTER,
+        {"nodesets": {"compute": GPU, "mi300": {"gpu": {"vendor": "amd", "count": 8}}}},
+        "NodeSets use GPUs of several vendors (amd,nvidia): one generated gres.conf cannot AutoDetect both. "
+        "Provide `configFiles.gres.conf` (e.g. `NodeName=<nodeset>-[0-63] AutoDetect=nvml` lines).",
+    ),
+    Row(
+        "gres-and-count",
+        CLUSTER,
+        {
+            "nodesetDefaults": {"gpu": {"count": 8}},
+            "nodesets": {"compute": {"gpu": {"gres": "gpu:h100:8"}}},
+        },
+        'nodesets.compute.gpu.gres and nodesetDefaults.gpu.count are both set for NodeSet "compute": set either '
+        "`gres` or `type`/`count`, not both.",
+    ),
+    Row(
+        "autoscaling-a-daemonset",
+        CLUSTER,
+        {"nodesets": {"compute": {"scalingMode": "DaemonSet", "autoscaling": {"enabled": True}}}},
+        "nodesets.compute.autoscaling.enabled is true but nodesets.compute.scalingMode is DaemonSet (NodeSet "
+        '"compute"): a DaemonSet-mode NodeSet has no replica count to scale. Use `scalingMode: StatefulSet`.',
+    ),
+    Row(
+        "autoscaling-min-above-max",
+        CLUSTER,
+        {"nodesets": {"compute": {"autoscaling": {"enabled": True, "minReplicas": 5}}}},
+        "nodesets.compute.autoscaling.minReplicas (5) is above nodesetDefaults.autoscaling.maxReplicas (4).",
+    ),
+    Row(
+        "hpa-to-zero",
+        CLUSTER,
+        {"nodesets": {"compute": {"autoscaling": {"enabled": True, "minReplicas": 0}}}},
+        "nodesets.compute.autoscaling.minReplicas is 0 with nodesetDefaults.autoscaling.type hpa (NodeSet "
+        '"compute"): the HPA cannot scale to zero. Use `type: keda` (with `keda.idleReplicaCount: 0`) or '
+        "minReplicas >= 1.",
+    ),
+    Row(
+        "keda-without-trigger",
+        CLUSTER,
+        {"nodesets": {"compute": {"autoscaling": KEDA}}},
+        "nodesets.compute.autoscaling.type is keda but neither `autoscaling.keda.triggers` nor "
+        '`autoscaling.keda.prometheusServer` is set for NodeSet "compute": KEDA needs a trigger.',
+    ),
+    Row(
+        "keda-default-trigger-without-partition",
+        CLUSTER,
+        {
+            "controller": {"metrics": {"enabled": True}},
+            "nodesets": {
+                "batch": {"autoscaling": {**KEDA, "keda": {"prometheusServer": "http://prom:9090"}}}
+            },
+        },
+        "nodesets.batch.autoscaling.keda.prometheusServer: the default trigger counts pending jobs of partition "
+        '"batch", which NodeSet "batch" does not have. Set `nodesets.batch.partition.enabled: true` or give '
+        "`keda.triggers`.",
+    ),
+    Row(
+        "keda-default-trigger-without-metrics",
+        CLUSTER,
+        {
+            "nodesets": {
+                "compute": {
+                    "autoscaling": {**KEDA, "keda": {"prometheusServer": "http://prom:9090"}}
+                }
+            }
+        },
+        "nodesets.compute.autoscaling.keda.prometheusServer: the default trigger reads "
+        "slurm_partition_jobs_pending, served only with `controller.metrics.enabled: true` (and scraped by "
+        "that Prometheus).",
+    ),
+    Row(
+        "keda-idle-not-below-min",
+        CLUSTER,
+        {
+            "nodesetDefaults": {"autoscaling": {"keda": {"idleReplicaCount": 1}}},
+            "nodesets": {
+                "compute": {
+                    "autoscaling": {
+                        **KEDA,
+                        "minReplicas": 1,
+                        "keda": {"triggers": [{"type": "cpu", "metadata": {"value": "80"}}]},
+                    }
+                }
+            },
+        },
+        "nodesetDefaults.autoscaling.keda.idleReplicaCount (1) must be below "
+        "nodesets.compute.autoscaling.minReplicas (1) (KEDA rule); for plain scale-to-zero set `minReplicas: 0` "
+        "and leave idleReplicaCount at -1.",
+    ),
+    Row(
+        "external-controller-without-host",
+        CLUSTER,
+        {
+            "controller": {"external": True},
+            "slurmKey": {"existingSecret": "slurm-key"},
+            "jwtKey": {"existingSecret": "jwt-key"},
+        },
+        "controller.external is true but controller.externalConfig.host is empty: set the external slurmctld "
+        "host.",
+    ),
+    Row(
+        "external-controller-without-keys",
+        CLUSTER,
+        {
+            "controller": {"external": True, "externalConfig": {"host": "ctld.example"}},
+            "jwtKey": {"existingSecret": "jwt"},
+        },
+        "controller.external is true: copy the external cluster's keys into Secrets and set "
+        "`slurmKey.existingSecret` and `jwtKey.existingSecret` (the chart does not generate keys for a hybrid "
+        "cluster).",
+    ),
+    Row(
+        "external-controller-with-metrics",
+        CLUSTER,
+        {
+            "controller": {
+                "external": True,
+                "externalConfig": {"host": "ctld.example"},
+                "metrics": {"enabled": True},
+            },
+            "slurmKey": {"existingSecret": "slurm-key"},
+            "jwtKey": {"existingSecret": "jwt-key"},
+        },
+        "controller.metrics.enabled needs a slurmctld in Kubernetes; it is ignored with controller.external: "
+        "set it to false.",
+    ),
+    Row(
+        "service-monitor-without-metrics",
+        CLUSTER,
+        {"controller": {"metrics": {"serviceMonitor": {"enabled": True}}}},
+        "controller.metrics.serviceMonitor.enabled is true but controller.metrics.enabled is false: set "
+        "`controller.metrics.enabled: true`.",
+    ),
+    Row(
+        "existing-claim-and-storage-class",
+        CLUSTER,
+        {"controller": {"persistence": {"existingClaim": "state", "storageClassName": "fast"}}},
+        "controller.persistence.existingClaim and controller.persistence.storageClassName are both set: the "
+        "storage class only applies to a PVC the operator creates. Keep one.",
+    ),
+    Row(
+        "external-accounting-without-host",
+        CLUSTER,
+        {"accounting": {"enabled": True, "external": True}},
+        "accounting.external is true but accounting.externalConfig.host is empty.",
+    ),
+    Row(
+        "accounting-without-database",
+        CLUSTER,
+        {"accounting": {"enabled": True, "storage": {"host": ""}}},
+        "accounting.enabled needs the database: set `accounting.storage.host` and "
+        "`accounting.storage.passwordSecret.{name,key}` (a Secret you create with the MariaDB/MySQL password).",
+    ),
+    Row(
+        "enforcement-without-accounting",
+        CLUSTER,
+        {"scheduling": {"preset": "none", "accountingEnforce": ["limits"]}},
+        "scheduling.accountingEnforce is set but accounting.enabled is false: enforcement needs slurmdbd.",
+    ),
+    Row(
+        "age-weight-without-accounting",
+        CLUSTER,
+        {"scheduling": {"priority": {"weights": {"age": 1000}}}},
+        "scheduling.priority.weights.age is set but accounting is off: Slurm ignores PriorityWeightAge without "
+        "slurmdbd. Enable `accounting` or remove the weight.",
+    ),
+    Row(
+        "fairshare-weight-without-accounting",
+        CLUSTER,
+        {"scheduling": {"priority": {"weights": {"fairshare": 10000}}}},
+        "scheduling.priority.weights.fairshare is set but accounting is off: Slurm ignores "
+        "PriorityWeightFairshare without slurmdbd. Enable `accounting` or remove the weight.",
+    ),
+    Row(
+        "gres-weight-without-gpus",
+        CLUSTER,
+        {"scheduling": {"priority": {"weightTRES": "CPU=1000,GRES/gpu=3000"}}},
+        'scheduling.priority.weightTRES names a GRES but no NodeSet has GPUs: Slurm refuses to start ("not a '
+        'configured TRES type"). Remove the GRES weight or add a GPU NodeSet.',
+    ),
+    Row(
+        "gres-weight-without-accounting",
+        CLUSTER,
+        {"nodesets": {"compute": GPU}, "scheduling": {"priority": {"weightTRES": "GRES/gpu=3000"}}},
+        "scheduling.priority.weightTRES names a GRES, which needs it tracked as a TRES "
+        "(`AccountingStorageTRES=gres/gpu`, set by the chart only with accounting): enable `accounting` or "
+        "remove the GRES weight.",
+    ),
+    Row(
+        "sssd-without-conf",
+        CLUSTER,
+        {"sssd": {"conf": "  \n"}},
+        "sssd.conf is empty and sssd.existingSecret is not set: login and SSH-enabled NodeSets need an "
+        "sssd.conf.",
+    ),
+    Row(
+        "image-repository-required",
+        CLUSTER,
+        {"nodesets": {"compute": {"image": {"repository": ""}}}},
+        "an image repository is required (image.repository)",
+        schema=("/nodesets/compute/image/repository", "minLength: got 0, want 1"),
+        why="the schema gives every image repository minLength 1",
+    ),
+)
+
+ROWS: tuple[Row, ...] = LABELER_ROWS + BRIDGE_ROWS + OPERATOR_ROWS + CLUSTER_ROWS
+
+
+# -- rendering -------------------------------------------------------------------------------------
+
+_EXECUTION_ERROR = re.compile(
+    r"Error: execution error at \((?P<where>[^)]*)\): (?P<text>.*?)\n\nUse --debug flag", re.S
+)
+_SCHEMA_ERROR = "Error: values don't meet the specifications of the schema(s)"
+_SCHEMA_LINE = re.compile(r"^ *- at '(?P<where>[^']*)': (?P<text>.*)$", re.M)
+
+
+def _aggregate(chart: str, messages: list[str]) -> str:
+    """The text of validate.yaml's one ``fail`` for ``messages``."""
+    return f"\n\n{chart}: invalid values ({len(messages)}):\n  - " + "\n  - ".join(messages) + "\n"
+
+
+def _messages(chart: str, text: str) -> list[str]:
+    """The messages in a failure's ``text``: validate.yaml's list, or the one direct message."""
+    head = f"\n\n{chart}: invalid values ("
+    if not text.startswith(head):
+        return [text]
+    count, _, rest = text[len(head) :].partition("):\n  - ")
+    messages = rest.removesuffix("\n").split("\n  - ")
+    assert text == _aggregate(chart, messages), f"not validate.yaml's list: {text!r}"
+    assert int(count) == len(messages), f"the count {count} does not match {len(messages)} messages"
+    return messages
+
+
+def _render(row: Row, tmp: Path, *extra: str) -> helm.HelmResult:
+    chart = CHARTS[row.chart].path
+    if row.files:
+        chart = Path(shutil.copytree(chart, tmp / row.chart))
+        for rel, text in row.files.items():
+            (chart / rel).write_text(text, encoding="utf-8")
+    return helm.template(
+        chart, row.values, release=row.release, kube_version=NEWEST, extra_args=extra
+    )
+
+
+def _template_failure(row: Row, result: helm.HelmResult) -> list[str]:
+    """The messages of the template failure in ``result``."""
+    assert not result.ok, f"{row.chart} accepted {row.values!r}"
+    failure = _EXECUTION_ERROR.search(result.stderr)
+    assert failure is not None, f"not a template failure:\n{result.describe()}"
+    assert failure["where"].startswith(f"{row.chart}/templates/"), failure["where"]
+    return _messages(row.chart, failure["text"])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.chart}:{r.id}")
+def test_message(row: Row, tmp_path: Path) -> None:
+    """Helm refuses the row's values with exactly the row's message and no other (a schema row
+    renders with ``--skip-schema-validation``, which a user can pass too)."""
+    skip = ("--skip-schema-validation",) if row.schema else ()
+    assert _template_failure(row, _render(row, tmp_path, *skip)) == [row.message]
+
+
+SCHEMA_ROWS = [row for row in ROWS if row.schema]
+
+
+@pytest.mark.parametrize("row", SCHEMA_ROWS, ids=lambda r: f"{r.chart}:{r.id}")
+def test_schema_refuses_first(row: Row, tmp_path: Path) -> None:
+    """values.schema.json refuses a schema row's values before any template runs, with the row's
+    schema error and only errors on the same value path."""
+    assert row.schema is not None and row.why, (
+        f"row {row.id}: say why the template's check is unreachable"
+    )
+    result = _render(row, tmp_path)
+    assert not result.ok, f"{row.chart} accepted {row.values!r}"
+    assert result.stderr.startswith(_SCHEMA_ERROR), result.describe()
+    errors = [(m["where"], m["text"]) for m in _SCHEMA_LINE.finditer(result.stderr)]
+    pointer, text = row.schema
+    assert (pointer, text) in errors, result.describe()
+    elsewhere = [w for w, _ in errors if not (w.startswith(pointer) or pointer.startswith(w))]
+    assert not elsewhere, f"schema errors on other values {elsewhere}:\n{result.describe()}"
+
+
+# -- completeness ----------------------------------------------------------------------------------
+
+_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
+_ACTION = re.compile(r"\{\{-?(?P<body>.*?)-?\}\}", re.S)
+_GO_STRING = r'"(?P<format>(?:[^"\\]|\\.)*)"'
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`|\b(?:fail|required)\b|\bappend \$errors\b', re.S)
+_CALL = re.compile(r"(?:fail|required|append \$errors)\s+(?:\(\s*printf\s+)?" + _GO_STRING)
+_VERB = re.compile(r"%[sdqv%]")
+_GO_ESCAPE = re.compile(r"\\(.)")
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message format in a chart template, and where it is."""
+
+    chart: str
+    where: str
+    format: str
+
+    def pattern(self) -> re.Pattern[str]:
+        """The format as a regular expression: each verb stands for what it can print."""
+        parts = []
+        end = 0
+        for verb in _VERB.finditer(self.format):
+            parts.append(re.escape(self.format[end : verb.start()]))
+            parts.append(
+                {"%s": ".*?", "%v": ".*?", "%d": "-?[0-9]+", "%q": '".*?"', "%%": "%"}[verb[0]]
+            )
+            end = verb.end()
+        parts.append(re.escape(self.format[end:]))
+        return re.compile("".join(parts), re.S)
+
+
+def _unquote(text: str) -> str:
+    return _GO_ESCAPE.sub(lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), text)
+
+
+def template_messages(chart: charts.Chart) -> tuple[list[Message], list[str]]:
+    """Every ``fail``, ``required`` and ``append $errors`` message in the chart's templates, and
+    the places of such calls whose message is not a literal format (which the table cannot match)."""
+    messages: list[Message] = []
+    unread: list[str] = []
+    for path in sorted(p for p in (chart.path / "templates").rglob("*") if p.is_file()):
+        # comments go first (their "Usage: {{ include ... }}" lines hold actions), lines stay put
+        text = _COMMENT.sub(lambda m: "\n" * m[0].count("\n"), path.read_text(encoding="utf-8"))
+        for action in _ACTION.finditer(text):
+            body = action["body"]
+            for token in _TOKEN.finditer(body):
+                if token[0][0] in '"`':
+                    continue  # a string
+                line = text.count("\n", 0, action.start("body") + token.start()) + 1
+                where = f"{path.relative_to(chart.path.parent)}:{line}"
+                call = _CALL.match(body, token.start())
+                if call is None:
+                    unread.append(where)
+                else:
+                    messages.append(Message(chart.name, where, _unquote(call["format"])))
+    return messages, unread
+
+
+def _unmatched(messages: list[Message], rows: list[Row]) -> list[Message]:
+    """The messages left without a row of their own when each row may stand for one message only
+    (a row can fit two formats, ``%s sets %s`` and ``%s sets %q``, but proves one of them)."""
+    fits = [
+        [j for j, row in enumerate(rows) if m.pattern().fullmatch(row.message)] for m in messages
+    ]
+    owner: dict[int, int] = {}
+
+    def claim(i: int, seen: set[int]) -> bool:
+        for j in fits[i]:
+            if j not in seen:
+                seen.add(j)
+                if j not in owner or claim(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return [m for i, m in enumerate(messages) if not claim(i, set())]
+
+
+@pytest.mark.parametrize("chart", sorted(CHARTS))
+def test_every_template_message_has_a_row(chart: str) -> None:
+    """Each message format in the chart's templates has a row of its own whose message it prints
+    (validate.yaml's one ``fail`` is proven by every row of its list), and each row's message comes
+    from a format of its chart (no stale row)."""
+    messages, unread = template_messages(CHARTS[chart])
+    assert not unread, (
+        f"a fail/required/append $errors whose message is not a literal format: {unread}"
+    )
+    assert messages, f"no message found in {chart}'s templates: the parser is broken"
+    rows = [row for row in ROWS if row.chart == chart]
+    lists = [_aggregate(chart, [row.message]) for row in rows]
+    aggregates = [m for m in messages if any(m.pattern().fullmatch(text) for text in lists)]
+    assert len(aggregates) <= 1, f"more than one validate.yaml list in {chart}: {aggregates}"
+    missing = _unmatched([m for m in messages if m not in aggregates], rows)
+    assert not missing, "messages without a row in ROWS (add one):\n" + "\n".join(
+        f"{m.where}: {m.format!r}" for m in missing
+    )
+    stale = [
+        row.id for row in rows if not any(m.pattern().fullmatch(row.message) for m in messages)
+    ]
+    assert not stale, f"rows whose message no template of {chart} prints: {stale}"
+
+
+def test_row_ids_are_unique() -> None:
+    """Row ids name the test cases; two rows of one chart with one id would hide one."""
+    ids = [f"{row.chart}:{row.id}" for row in ROWS]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
