@@ -126,17 +126,19 @@ class Plan:
                 if node.state != "absent":
                     unit = units.get(node.name)
                     out[node.kube_name] = f"default:{unit}" if unit else ""
-            return dict(sorted(out.items()))
+            return {name: out[name] for name in sorted(out)}
+        # per topology: unit -> "topology:unit", built once per unit, not once per node
+        labelled = [
+            (p.units, {u: f"{p.topology.name}:{u}" for u in set(p.units.values())})
+            for p in self.topologies
+        ]
         for node in self.fabric.nodes:
             if node.state == "absent":
                 continue
-            parts = [
-                f"{p.topology.name}:{p.units[node.name]}"
-                for p in self.topologies
-                if node.name in p.units
-            ]
+            name = node.name
+            parts = [label[units[name]] for units, label in labelled if name in units]
             out[node.kube_name] = ",".join(parts)
-        return dict(sorted(out.items()))
+        return {name: out[name] for name in sorted(out)}
 
 
 def _shaped(topo: Topology, shape: Shape) -> Topology:
@@ -304,12 +306,17 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         return tuple(s for s in ctx.path(leaf) if kept(s))
 
     leaf_nodes: dict[str, list[str]] = defaultdict(list)
+    leaf_unit: dict[str, str] = {}  # leaf -> its unit, computed once per leaf
     units: dict[str, str] = {}
     for node in fabric.nodes:
-        if node.leaf is None or not _in_scope(node, req):
+        leaf = node.leaf
+        if leaf is None or not _in_scope(node, req):
             continue
-        leaf_nodes[node.leaf].append(node.name)
-        units[node.name] = ":".join(kept_path(node.leaf))
+        leaf_nodes[leaf].append(node.name)
+        unit = leaf_unit.get(leaf)
+        if unit is None:
+            unit = leaf_unit[leaf] = ":".join(kept_path(leaf))
+        units[node.name] = unit
     if req.partitions:
         members: set[str] = set()
         for leaf in leaf_nodes:

@@ -194,12 +194,14 @@ def _group(hosts: Iterable[str]) -> tuple[set[str], dict[str, set[str]]]:
     :data:`MAX_NUM_DIGITS` (then the name is literal). Raises :class:`InputError` for a name that
     cannot appear in a hostlist.
     """
+    names = hosts if isinstance(hosts, (list, tuple)) else list(hosts)
+    if "" in names or not _FORBIDDEN.isdisjoint("".join(names)):
+        for name in names:  # one check of all names found a bad one: name it
+            if not name or not _FORBIDDEN.isdisjoint(name):
+                raise InputError(f"host name {name!r} cannot appear in a hostlist")
     literals: set[str] = set()
     numbered: dict[str, set[str]] = defaultdict(set)
-    forbidden = _FORBIDDEN
-    for name in hosts:
-        if not name or not forbidden.isdisjoint(name):
-            raise InputError(f"host name {name!r} cannot appear in a hostlist")
+    for name in names:
         prefix = name.rstrip("0123456789")
         cut = len(prefix)
         if cut == len(name) or len(name) - cut > MAX_NUM_DIGITS:
