@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from slinky_topology import hostlist
 from slinky_topology.errors import Finding, ValidationError
@@ -52,6 +52,9 @@ from slinky_topology.validate import (
     raise_on_errors,
     validate_fabric,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "ConfKind",
@@ -119,26 +122,33 @@ class Plan:
         ``conf`` ``None``: topology.yaml syntax ``topo:unit[,topo:unit...]``; otherwise the
         single topology.conf topology, always named ``default``. Nodes in no unit get ``""``.
         """
-        out: dict[str, str] = {}
+        present = [n for n in self.fabric.nodes if n.state != "absent"]
+        names = [n.name for n in present]
+        kube = [n.name if n.k8s_name is None else n.k8s_name for n in present]
+        # Per-node work stays in C (map, zip, dict lookups); strings are built per distinct unit.
+        values: list[str]
         if conf is not None:
             units = self.conf_topology(conf).units
-            for node in self.fabric.nodes:
-                if node.state != "absent":
-                    unit = units.get(node.name)
-                    out[node.kube_name] = f"default:{unit}" if unit else ""
-            return {name: out[name] for name in sorted(out)}
-        # per topology: unit -> "topology:unit", built once per unit, not once per node
-        labelled = [
-            (p.units, {u: f"{p.topology.name}:{u}" for u in set(p.units.values())})
-            for p in self.topologies
-        ]
-        for node in self.fabric.nodes:
-            if node.state == "absent":
-                continue
-            name = node.name
-            parts = [label[units[name]] for units, label in labelled if name in units]
-            out[node.kube_name] = ",".join(parts)
+            label: dict[str | None, str] = {u: f"default:{u}" if u else "" for u in units.values()}
+            label[None] = ""
+            values = list(map(label.__getitem__, map(units.get, names)))
+        elif self.topologies:
+            columns = [map(p.units.get, names) for p in self.topologies]
+            keys = list(zip(*columns, strict=True))
+            joined = {key: self._spec_of(key) for key in set(keys)}
+            values = list(map(joined.__getitem__, keys))
+        else:
+            values = [""] * len(names)
+        out = dict(zip(kube, values, strict=True))
         return {name: out[name] for name in sorted(out)}
+
+    def _spec_of(self, units: tuple[str | None, ...]) -> str:
+        """``topo:unit,...`` for one node's unit in each topology (``None``: not in it)."""
+        return ",".join(
+            f"{p.topology.name}:{unit}"
+            for p, unit in zip(self.topologies, units, strict=True)
+            if unit is not None
+        )
 
 
 def _shaped(topo: Topology, shape: Shape) -> Topology:
@@ -295,6 +305,13 @@ def _in_scope(node: Node, req: TopologyRequest) -> bool:
     return not req.partitions or any(p in req.partitions for p in node.partitions)
 
 
+def _scoped(nodes: Iterable[Node], req: TopologyRequest) -> list[Node]:
+    """The nodes of ``nodes`` in the scope of ``req`` (see :func:`_in_scope`), in order."""
+    if not req.partitions:
+        return [n for n in nodes if n.state != "absent"]
+    return [n for n in nodes if _in_scope(n, req)]
+
+
 def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     fabric = ctx.fabric
     keep_tiers = req.max_tiers
@@ -308,9 +325,9 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     leaf_nodes: dict[str, list[str]] = defaultdict(list)
     leaf_unit: dict[str, str] = {}  # leaf -> its unit, computed once per leaf
     units: dict[str, str] = {}
-    for node in fabric.nodes:
+    for node in _scoped(fabric.nodes, req):
         leaf = node.leaf
-        if leaf is None or not _in_scope(node, req):
+        if leaf is None:
             continue
         leaf_nodes[leaf].append(node.name)
         unit = leaf_unit.get(leaf)
@@ -395,7 +412,8 @@ class _BlockLayout:
             if home is not None:
                 path: tuple[str, ...] = ctx.path(home)
             else:
-                path = _common_prefix([ctx.path(n.leaf) for n in members if n.leaf is not None])
+                leaves = {n.leaf for n in members if n.leaf is not None}
+                path = _common_prefix([ctx.path(leaf) for leaf in leaves])
             expected = declared[d].slots if d in declared else None
             self._add_domain(d, path, members, expected)
 
@@ -428,7 +446,7 @@ class _BlockLayout:
             group = group.children.setdefault(key, _Group())
         for s, nodes in parts.items():
             unit = _unit_name(d, s)
-            scoped = [n.name for n in nodes if _in_scope(n, self.req)]
+            scoped = [n.name for n in _scoped(nodes, self.req)]
             self.units[unit] = _Unit(slots[s], [n.name for n in nodes], scoped)
             group.units.append(unit)
 

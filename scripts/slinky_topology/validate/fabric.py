@@ -48,7 +48,9 @@ def _check_names(out: Findings, fabric: Fabric) -> None:
                 f"defined {count} times",
                 f"keep one definition of {kind} {name}",
             )
-    kube = [n.name if n.k8s_name is None else n.k8s_name for n in fabric.nodes if n.state != "absent"]
+    kube = [
+        n.name if n.k8s_name is None else n.k8s_name for n in fabric.nodes if n.state != "absent"
+    ]
     for name, count in _repeated(kube):
         out.error(
             f"Kubernetes node {name}",
@@ -135,6 +137,9 @@ def _check_domains(out: Findings, fabric: Fabric) -> None:
 def _check_attachments(out: Findings, fabric: Fabric) -> None:
     switches = {s.name for s in fabric.switches}
     has_kids = {s.parent for s in fabric.switches if s.parent in switches and s.parent != s.name}
+    leaves = {n.leaf for n in fabric.nodes if n.leaf is not None}
+    if leaves <= switches and leaves.isdisjoint(has_kids):
+        return  # every leaf named is a defined switch without child switches
     for n in fabric.nodes:
         if n.leaf is None:
             continue
