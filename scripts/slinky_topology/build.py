@@ -54,7 +54,7 @@ from slinky_topology.validate import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
 __all__ = [
     "ConfKind",
@@ -90,6 +90,11 @@ class Plan:
     fabric: Fabric
     topologies: tuple[PlannedTopology, ...]
     warnings: tuple[Finding, ...] = ()
+    hostlists: Mapping[tuple[str, ...], str] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Node and switch lists of the layout -> their compressed hostlist, computed while sorting
+    them, so the emitters do not compress them a second time."""
 
     def doc(self, shape: Shape = "static") -> TopologyDoc:
         """The topology.yaml content; ``dynamic`` drops node lists (a skeleton)."""
@@ -235,7 +240,7 @@ def plan(fabric: Fabric) -> Plan:
             _warn_degraded(notes, req)
             done = dataclasses.replace(_flat(req), layout=done.topology)
         planned.append(done)
-    return Plan(fabric, tuple(planned), tuple(notes.items))
+    return Plan(fabric, tuple(planned), tuple(notes.items), ctx.hostlists)
 
 
 def _flat(req: TopologyRequest) -> PlannedTopology:
@@ -267,6 +272,7 @@ class _Context:
             kids.sort(key=natural_key)
         self.roots = sorted((s.name for s in fabric.switches if s.parent is None), key=natural_key)
         self._paths: dict[str, tuple[str, ...]] = {}
+        self.hostlists: dict[tuple[str, ...], str] = {}
         self.height: dict[str, int] = {}
         for root in self.roots:
             self._height(root)
@@ -283,6 +289,13 @@ class _Context:
                 stack.append((name, True))
                 stack.extend((k, False) for k in self.children.get(name, []))
         return self.height[root]
+
+    def sort(self, names: Iterable[str]) -> tuple[str, ...]:
+        """``names`` in canonical hostlist order; their hostlist text is kept for the emitters."""
+        hosts, text = hostlist.canonical(names)
+        if hosts:
+            self.hostlists[hosts] = text
+        return hosts
 
     def path(self, switch: str) -> tuple[str, ...]:
         """Root-first switch path ending at ``switch``."""
@@ -349,8 +362,8 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     while stack:
         name = stack.pop()
         kids = [k for k in ctx.children.get(name, []) if k in members]
-        nodes = hostlist.sort_hosts(leaf_nodes.get(name, ()))
-        switches.append(TreeSwitch(name, hostlist.sort_hosts(kids), nodes))
+        nodes = ctx.sort(leaf_nodes.get(name, ()))
+        switches.append(TreeSwitch(name, ctx.sort(kids), nodes))
         stack.extend(reversed(kids))
     topo = Topology(req.name, req.cluster_default, TreeSpec(tuple(switches)))
     return PlannedTopology(topo, units)
@@ -554,7 +567,7 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
             taken.add(pad)
             blocks.append(Block(pad))
         else:
-            blocks.append(Block(slot, hostlist.sort_hosts(layout.units[slot].scoped)))
+            blocks.append(Block(slot, ctx.sort(layout.units[slot].scoped)))
     units = {n: name for name, unit in layout.units.items() for n in unit.scoped}
     topo = Topology(req.name, req.cluster_default, BlockSpec(tuple(block_sizes), tuple(blocks)))
     return PlannedTopology(topo, units)

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_HOSTS",
     "MAX_NUM_DIGITS",
     "MAX_RANGE_HOSTS",
+    "canonical",
     "compress",
     "count",
     "expand",
@@ -231,10 +232,13 @@ def compress(hosts: Iterable[str]) -> str:
     ``expand(compress(s))`` has exactly the hosts of ``s`` once each. Raises :class:`InputError`
     for a name that is empty or holds ``[``, ``]``, ``,`` or whitespace.
     """
-    out: list[str] = []
-    for name, _kind, body in _pieces(hosts):
-        out.append(body if isinstance(body, str) else _ranged(name, body))
-    return ",".join(out)
+    return _compressed(_pieces(hosts))
+
+
+def _compressed(pieces: list[tuple[str, int, str | list[list[int]]]]) -> str:
+    return ",".join(
+        body if isinstance(body, str) else _ranged(name, body) for name, _, body in pieces
+    )
 
 
 def _runs(digits: set[str]) -> list[list[int]]:
@@ -293,8 +297,18 @@ def _ranged(prefix: str, ranges: list[list[int]]) -> str:
 
 def sort_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     """The hosts de-duplicated, in canonical order (that of ``expand(compress(hosts))``)."""
+    return _expanded(_pieces(hosts))
+
+
+def canonical(hosts: Iterable[str]) -> tuple[tuple[str, ...], str]:
+    """``(sort_hosts(hosts), compress(hosts))`` from one pass over the names."""
+    pieces = _pieces(hosts)
+    return _expanded(pieces), _compressed(pieces)
+
+
+def _expanded(pieces: list[tuple[str, int, str | list[list[int]]]]) -> tuple[str, ...]:
     out: list[str] = []
-    for name, _kind, body in _pieces(hosts):
+    for name, _kind, body in pieces:
         if isinstance(body, str):
             out.append(body)
             continue
