@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from slinky_topology import hostlist
 from slinky_topology.errors import Finding, ValidationError
@@ -52,6 +52,9 @@ from slinky_topology.validate import (
     raise_on_errors,
     validate_fabric,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 __all__ = [
     "ConfKind",
@@ -87,6 +90,11 @@ class Plan:
     fabric: Fabric
     topologies: tuple[PlannedTopology, ...]
     warnings: tuple[Finding, ...] = ()
+    hostlists: Mapping[tuple[str, ...], str] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Node and switch lists of the layout -> their compressed hostlist, computed while sorting
+    them, so the emitters do not compress them a second time."""
 
     def doc(self, shape: Shape = "static") -> TopologyDoc:
         """The topology.yaml content; ``dynamic`` drops node lists (a skeleton)."""
@@ -119,24 +127,33 @@ class Plan:
         ``conf`` ``None``: topology.yaml syntax ``topo:unit[,topo:unit...]``; otherwise the
         single topology.conf topology, always named ``default``. Nodes in no unit get ``""``.
         """
-        out: dict[str, str] = {}
+        present = [n for n in self.fabric.nodes if n.state != "absent"]
+        names = [n.name for n in present]
+        kube = [n.name if n.k8s_name is None else n.k8s_name for n in present]
+        # Per-node work stays in C (map, zip, dict lookups); strings are built per distinct unit.
+        values: list[str]
         if conf is not None:
             units = self.conf_topology(conf).units
-            for node in self.fabric.nodes:
-                if node.state != "absent":
-                    unit = units.get(node.name)
-                    out[node.kube_name] = f"default:{unit}" if unit else ""
-            return dict(sorted(out.items()))
-        for node in self.fabric.nodes:
-            if node.state == "absent":
-                continue
-            parts = [
-                f"{p.topology.name}:{p.units[node.name]}"
-                for p in self.topologies
-                if node.name in p.units
-            ]
-            out[node.kube_name] = ",".join(parts)
-        return dict(sorted(out.items()))
+            label: dict[str | None, str] = {u: f"default:{u}" if u else "" for u in units.values()}
+            label[None] = ""
+            values = list(map(label.__getitem__, map(units.get, names)))
+        elif self.topologies:
+            columns = [map(p.units.get, names) for p in self.topologies]
+            keys = list(zip(*columns, strict=True))
+            joined = {key: self._spec_of(key) for key in set(keys)}
+            values = list(map(joined.__getitem__, keys))
+        else:
+            values = [""] * len(names)
+        out = dict(zip(kube, values, strict=True))
+        return {name: out[name] for name in sorted(out)}
+
+    def _spec_of(self, units: tuple[str | None, ...]) -> str:
+        """``topo:unit,...`` for one node's unit in each topology (``None``: not in it)."""
+        return ",".join(
+            f"{p.topology.name}:{unit}"
+            for p, unit in zip(self.topologies, units, strict=True)
+            if unit is not None
+        )
 
 
 def _shaped(topo: Topology, shape: Shape) -> Topology:
@@ -223,7 +240,7 @@ def plan(fabric: Fabric) -> Plan:
             _warn_degraded(notes, req)
             done = dataclasses.replace(_flat(req), layout=done.topology)
         planned.append(done)
-    return Plan(fabric, tuple(planned), tuple(notes.items))
+    return Plan(fabric, tuple(planned), tuple(notes.items), ctx.hostlists)
 
 
 def _flat(req: TopologyRequest) -> PlannedTopology:
@@ -255,6 +272,7 @@ class _Context:
             kids.sort(key=natural_key)
         self.roots = sorted((s.name for s in fabric.switches if s.parent is None), key=natural_key)
         self._paths: dict[str, tuple[str, ...]] = {}
+        self.hostlists: dict[tuple[str, ...], str] = {}
         self.height: dict[str, int] = {}
         for root in self.roots:
             self._height(root)
@@ -271,6 +289,13 @@ class _Context:
                 stack.append((name, True))
                 stack.extend((k, False) for k in self.children.get(name, []))
         return self.height[root]
+
+    def sort(self, names: Iterable[str]) -> tuple[str, ...]:
+        """``names`` in canonical hostlist order; their hostlist text is kept for the emitters."""
+        hosts, text = hostlist.canonical(names)
+        if hosts:
+            self.hostlists[hosts] = text
+        return hosts
 
     def path(self, switch: str) -> tuple[str, ...]:
         """Root-first switch path ending at ``switch``."""
@@ -293,6 +318,13 @@ def _in_scope(node: Node, req: TopologyRequest) -> bool:
     return not req.partitions or any(p in req.partitions for p in node.partitions)
 
 
+def _scoped(nodes: Iterable[Node], req: TopologyRequest) -> list[Node]:
+    """The nodes of ``nodes`` in the scope of ``req`` (see :func:`_in_scope`), in order."""
+    if not req.partitions:
+        return [n for n in nodes if n.state != "absent"]
+    return [n for n in nodes if _in_scope(n, req)]
+
+
 def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     fabric = ctx.fabric
     keep_tiers = req.max_tiers
@@ -304,12 +336,17 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         return tuple(s for s in ctx.path(leaf) if kept(s))
 
     leaf_nodes: dict[str, list[str]] = defaultdict(list)
+    leaf_unit: dict[str, str] = {}  # leaf -> its unit, computed once per leaf
     units: dict[str, str] = {}
-    for node in fabric.nodes:
-        if node.leaf is None or not _in_scope(node, req):
+    for node in _scoped(fabric.nodes, req):
+        leaf = node.leaf
+        if leaf is None:
             continue
-        leaf_nodes[node.leaf].append(node.name)
-        units[node.name] = ":".join(kept_path(node.leaf))
+        leaf_nodes[leaf].append(node.name)
+        unit = leaf_unit.get(leaf)
+        if unit is None:
+            unit = leaf_unit[leaf] = ":".join(kept_path(leaf))
+        units[node.name] = unit
     if req.partitions:
         members: set[str] = set()
         for leaf in leaf_nodes:
@@ -325,8 +362,8 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     while stack:
         name = stack.pop()
         kids = [k for k in ctx.children.get(name, []) if k in members]
-        nodes = hostlist.sort_hosts(leaf_nodes.get(name, ()))
-        switches.append(TreeSwitch(name, hostlist.sort_hosts(kids), nodes))
+        nodes = ctx.sort(leaf_nodes.get(name, ()))
+        switches.append(TreeSwitch(name, ctx.sort(kids), nodes))
         stack.extend(reversed(kids))
     topo = Topology(req.name, req.cluster_default, TreeSpec(tuple(switches)))
     return PlannedTopology(topo, units)
@@ -388,7 +425,8 @@ class _BlockLayout:
             if home is not None:
                 path: tuple[str, ...] = ctx.path(home)
             else:
-                path = _common_prefix([ctx.path(n.leaf) for n in members if n.leaf is not None])
+                leaves = {n.leaf for n in members if n.leaf is not None}
+                path = _common_prefix([ctx.path(leaf) for leaf in leaves])
             expected = declared[d].slots if d in declared else None
             self._add_domain(d, path, members, expected)
 
@@ -421,7 +459,7 @@ class _BlockLayout:
             group = group.children.setdefault(key, _Group())
         for s, nodes in parts.items():
             unit = _unit_name(d, s)
-            scoped = [n.name for n in nodes if _in_scope(n, self.req)]
+            scoped = [n.name for n in _scoped(nodes, self.req)]
             self.units[unit] = _Unit(slots[s], [n.name for n in nodes], scoped)
             group.units.append(unit)
 
@@ -529,7 +567,7 @@ def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
             taken.add(pad)
             blocks.append(Block(pad))
         else:
-            blocks.append(Block(slot, hostlist.sort_hosts(layout.units[slot].scoped)))
+            blocks.append(Block(slot, ctx.sort(layout.units[slot].scoped)))
     units = {n: name for name, unit in layout.units.items() for n in unit.scoped}
     topo = Topology(req.name, req.cluster_default, BlockSpec(tuple(block_sizes), tuple(blocks)))
     return PlannedTopology(topo, units)

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_HOSTS",
     "MAX_NUM_DIGITS",
     "MAX_RANGE_HOSTS",
+    "canonical",
     "compress",
     "count",
     "expand",
@@ -180,23 +181,49 @@ def is_valid(text: str) -> bool:
     return True
 
 
-def _split_host(name: str) -> tuple[str, str]:
-    """Split a host name into (prefix, trailing digits); digits is '' when there is no number."""
-    end = len(name)
-    i = end
-    while i > 0 and name[i - 1] in _DIGITS:
-        i -= 1
-    digits = name[i:end]
-    if len(digits) > MAX_NUM_DIGITS:
-        return name, ""
-    return name[:i], digits
-
-
 def _widths(digits: str) -> tuple[int, int]:
     """Widths that print the number exactly as ``digits`` (Slurm's width equivalence)."""
     if len(digits) > 1 and digits[0] == "0":
         return len(digits), len(digits)
     return 1, len(digits)
+
+
+def _group(hosts: Iterable[str]) -> tuple[set[str], dict[str, set[str]]]:
+    """Literal names, and prefix -> trailing digit strings of the numbered ones.
+
+    A name's numeric part is its run of trailing ASCII digits, unless that run is longer than
+    :data:`MAX_NUM_DIGITS` (then the name is literal). Raises :class:`InputError` for a name that
+    cannot appear in a hostlist.
+    """
+    names = hosts if isinstance(hosts, (list, tuple)) else list(hosts)
+    if "" in names or not _FORBIDDEN.isdisjoint("".join(names)):
+        for name in names:  # one check of all names found a bad one: name it
+            if not name or not _FORBIDDEN.isdisjoint(name):
+                raise InputError(f"host name {name!r} cannot appear in a hostlist")
+    literals: set[str] = set()
+    numbered: dict[str, set[str]] = defaultdict(set)
+    for name in names:
+        prefix = name.rstrip("0123456789")
+        cut = len(prefix)
+        if cut == len(name) or len(name) - cut > MAX_NUM_DIGITS:
+            literals.add(name)
+        else:
+            numbered[prefix].add(name[cut:])
+    return literals, numbered
+
+
+def _pieces(hosts: Iterable[str]) -> list[tuple[str, int, str | list[list[int]]]]:
+    """Sorted (sort name, kind, literal name or ranges) of ``hosts``; kind 0 literal, 1 numbered.
+
+    Each range is ``[lo, hi, width, wmax]``: the numbers lo..hi printed ``width`` wide give
+    exactly the names they stand for (see :func:`_runs`).
+    """
+    literals, numbered = _group(hosts)
+    pieces: list[tuple[str, int, str | list[list[int]]]] = [(n, 0, n) for n in literals]
+    for prefix, digits in numbered.items():
+        pieces.append((prefix, 1, _runs(digits)))
+    pieces.sort(key=lambda p: (p[0], p[1]))
+    return pieces
 
 
 def compress(hosts: Iterable[str]) -> str:
@@ -205,29 +232,41 @@ def compress(hosts: Iterable[str]) -> str:
     ``expand(compress(s))`` has exactly the hosts of ``s`` once each. Raises :class:`InputError`
     for a name that is empty or holds ``[``, ``]``, ``,`` or whitespace.
     """
-    literals: set[str] = set()
-    numbered: dict[str, set[tuple[int, str]]] = defaultdict(set)
-    for name in hosts:
-        if not name or any(c in _FORBIDDEN for c in name):
-            raise InputError(f"host name {name!r} cannot appear in a hostlist")
-        prefix, digits = _split_host(name)
-        if digits:
-            numbered[prefix].add((int(digits), digits))
-        else:
-            literals.add(name)
-    pieces: list[tuple[str, int, str]] = [(name, 0, name) for name in literals]
-    for prefix, entries in numbered.items():
-        pieces.append((prefix, 1, _ranged(prefix, entries)))
-    pieces.sort(key=lambda p: (p[0], p[1]))
-    return ",".join(p[2] for p in pieces)
+    return _compressed(_pieces(hosts))
 
 
-def _ranged(prefix: str, entries: set[tuple[int, str]]) -> str:
+def _compressed(pieces: list[tuple[str, int, str | list[list[int]]]]) -> str:
+    return ",".join(
+        body if isinstance(body, str) else _ranged(name, body) for name, _, body in pieces
+    )
+
+
+def _runs(digits: set[str]) -> list[list[int]]:
+    """The ranges of one prefix's numbers, sorted by (lo, width)."""
+    lengths = {len(d) for d in digits}
+    if len(lengths) == 1:
+        # One length (the usual case): every number prints at that width, so consecutive
+        # numbers always join and the width constraint never splits a run.
+        (width,) = lengths
+        nums = sorted(map(int, digits))
+        runs: list[list[int]] = []
+        lo = prev = nums[0]
+        for num in nums[1:]:
+            if num != prev + 1:
+                runs.append([lo, prev, width, width])
+                lo = num
+            prev = num
+        runs.append([lo, prev, width, width])
+        return runs
+    return _runs_mixed(digits)
+
+
+def _runs_mixed(digits: set[str]) -> list[list[int]]:
     # Each open range is [lo, hi, wmin, wmax]; ranges are keyed by their current upper bound.
     ranges: list[list[int]] = []
     open_by_hi: dict[int, list[list[int]]] = defaultdict(list)
-    for num, digits in sorted(entries, key=lambda e: (e[0], len(e[1]))):
-        a, b = _widths(digits)
+    for num, _len, text in sorted((int(d), len(d), d) for d in digits):
+        a, b = _widths(text)
         placed = False
         candidates = open_by_hi.get(num - 1)
         if candidates:
@@ -244,6 +283,10 @@ def _ranged(prefix: str, entries: set[tuple[int, str]]) -> str:
             ranges.append(rng)
             open_by_hi[num].append(rng)
     ranges.sort(key=lambda r: (r[0], r[2]))
+    return ranges
+
+
+def _ranged(prefix: str, ranges: list[list[int]]) -> str:
     texts = []
     for lo, hi, w, _ in ranges:
         texts.append(f"{lo:0{w}d}" if lo == hi else f"{lo:0{w}d}-{hi:0{w}d}")
@@ -254,4 +297,21 @@ def _ranged(prefix: str, entries: set[tuple[int, str]]) -> str:
 
 def sort_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     """The hosts de-duplicated, in canonical order (that of ``expand(compress(hosts))``)."""
-    return tuple(expand(compress(hosts), limit=None))
+    return _expanded(_pieces(hosts))
+
+
+def canonical(hosts: Iterable[str]) -> tuple[tuple[str, ...], str]:
+    """``(sort_hosts(hosts), compress(hosts))`` from one pass over the names."""
+    pieces = _pieces(hosts)
+    return _expanded(pieces), _compressed(pieces)
+
+
+def _expanded(pieces: list[tuple[str, int, str | list[list[int]]]]) -> tuple[str, ...]:
+    out: list[str] = []
+    for name, _kind, body in pieces:
+        if isinstance(body, str):
+            out.append(body)
+            continue
+        for lo, hi, w, _ in body:
+            out.extend(f"{name}{n:0{w}d}" for n in range(lo, hi + 1))
+    return tuple(out)

@@ -62,9 +62,9 @@ def _render(plan: Plan, fmt: Format, shape: Shape) -> tuple[str, TopologyDoc]:
     kind = _conf_kind(fmt)
     if kind is not None:
         doc = plan.conf_doc(kind, shape)
-        return render_topology_conf(doc), doc
+        return render_topology_conf(doc, plan.hostlists), doc
     doc = plan.doc(shape)
-    text = render_topology_yaml(doc)
+    text = render_topology_yaml(doc, plan.hostlists)
     return (render_values(text) if fmt == "values" else text), doc
 
 

@@ -20,6 +20,15 @@ a model written from the same fabric and the ``slurm`` engine producing topology
 same two topologies; one fresh service per size, ``--repeat`` requests, median of the service's
 own per-request processing time.  The ratio column is ours / topograph (below 1: ours faster).
 
+Speed against topograph (issue 19 item 7): after the tables a block gives, per size measured on
+both sides, the CPU-time ratio ours / topograph (user + system; ours: the child's
+``process_time`` over the timed work, topograph: ``/proc/<pid>/stat`` of the service around each
+request, so its model-file load and JSON request count on its side) for all outputs and for
+topology.yaml alone, and both peak memories; 10,000 and 65,536 nodes PASS at or under 1.0.  Both
+sides are medians of the same run; wall time is not judged (the machine is shared).  The JSON
+report holds the block as ``speed_vs_topograph``.  Not on our side of the ratio: building the
+fabric (the bench builds it in memory; topograph parses its model file).
+
 Targets (docs topology.md f.5 and issue 6): 10k nodes under 2 s; 65,536 nodes under 10 s and under
 1 GiB peak; 10k nodes under 300 MiB peak (f.5).  They are printed as PASS / MISS; the exit status
 does not depend on them (0 unless a run failed outright).  Time targets are judged on wall time
@@ -63,7 +72,9 @@ __all__ = [
     "build_parser",
     "main",
     "measure_once",
+    "render_speed",
     "render_table",
+    "speed_vs_topograph",
 ]
 
 DEFAULT_SIZES = (1000, 10000, 65536)
@@ -451,7 +462,82 @@ def run(sizes: Sequence[int], repeat: int, with_topograph: bool) -> dict[str, An
         "targets": check_targets(ours),
         "topograph": bench_topograph(sizes, repeat, ours) if with_topograph else None,
     }
+    report["speed_vs_topograph"] = speed_vs_topograph(report)
     return report
+
+
+#: Issue 19 item 7: at these sizes our CPU time is at most topograph's (ratio <= 1.0).
+SPEED_SIZES = (10000, 65536)
+SPEED_LIMIT = 1.0
+
+
+def speed_vs_topograph(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per size measured on both sides: CPU-time ratios ours / topograph and both peaks.
+
+    ``all`` is plan + topology.yaml + annotations, ``yaml`` plan + topology.yaml alone (what
+    topograph renders); both sides are medians of the same run. ``result`` judges the sizes of
+    item 7 (PASS at or under 1.0); other sizes are listed as ``info``.
+    """
+    topo = report.get("topograph") or {}
+    ours_by_size = {row["nodes"]: row for row in report["ours"]}
+    rows = []
+    for row in topo.get("sizes", []):
+        mine = ours_by_size.get(row["nodes"])
+        if mine is None or "error" in row:
+            continue
+        all_ratio = row.get("cpu_ratio_ours_over_topograph")
+        yaml_ratio = row.get("yaml_cpu_ratio_ours_over_topograph")
+        judged = row["nodes"] in SPEED_SIZES
+        worst = max((r for r in (all_ratio, yaml_ratio) if r is not None), default=None)
+        rows.append(
+            {
+                "nodes": row["nodes"],
+                "ours_cpu_seconds": mine["cpu_seconds"],
+                "ours_yaml_cpu_seconds": mine["yaml_cpu_seconds"],
+                "topograph_cpu_seconds": row.get("cpu_seconds"),
+                "cpu_ratio_all": all_ratio,
+                "cpu_ratio_yaml": yaml_ratio,
+                "ours_peak_rss_mib": mine["peak_rss_mib"],
+                "topograph_peak_rss_mib": row.get("peak_rss_mib"),
+                "limit": SPEED_LIMIT,
+                "result": (_verdict_at_most(worst, SPEED_LIMIT) if judged else "info"),
+            }
+        )
+    return rows
+
+
+def _verdict_at_most(measured: float | None, limit: float) -> str:
+    if measured is None or math.isnan(measured):
+        return "n/a"
+    return "PASS" if measured <= limit else "MISS"
+
+
+def render_speed(rows: Sequence[dict[str, Any]]) -> str:
+    """The item-7 block: CPU-time ratios ours / topograph per size and output, and peak memory."""
+    lines = [
+        "speed vs topograph (issue 19 item 7: CPU time user+sys, ours / topograph, same run; "
+        f"target <= {SPEED_LIMIT:.1f} at {', '.join(f'{n:,}' for n in SPEED_SIZES)} nodes)",
+        f"{'nodes':>7} {'all outputs':>12} {'yaml alone':>11} {'ours cpu s':>11} "
+        f"{'yaml cpu s':>11} {'topo cpu s':>11} {'ours MiB':>9} {'topo MiB':>9}  result",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['nodes']:>7} {_fmt(r['cpu_ratio_all'], '>12.2f')} "
+            f"{_fmt(r['cpu_ratio_yaml'], '>11.2f')} {r['ours_cpu_seconds']:>11.3f} "
+            f"{r['ours_yaml_cpu_seconds']:>11.3f} {_fmt(r['topograph_cpu_seconds'], '>11.3f')} "
+            f"{r['ours_peak_rss_mib']:>9.1f} {_fmt(r['topograph_peak_rss_mib'], '>9.1f')}  "
+            f"{r['result']}"
+        )
+    if not rows:
+        lines.append("  (no size measured on both sides)")
+    lines.append(
+        "  all outputs = plan + topology.yaml + annotations; yaml alone = plan + topology.yaml;"
+    )
+    lines.append(
+        "  peak MiB: our child's max RSS (interpreter + fabric + work); topograph's VmHWM "
+        "(service, all requests)"
+    )
+    return "\n".join(lines)
 
 
 def write_json(report: dict[str, Any], path: Path) -> None:
@@ -481,6 +567,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(render_table(report))
+    if report["speed_vs_topograph"] or report["topograph"] is not None:
+        print()
+        print(render_speed(report["speed_vs_topograph"]))
     if args.json is not None:
         write_json(report, args.json)
     return 0

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-from slinky_topology import __version__
+from slinky_topology import __version__, hostlist
 
-__all__ = ["header"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["header", "hostlist_of"]
+
+
+def hostlist_of(names: tuple[str, ...], known: Mapping[tuple[str, ...], str] | None) -> str:
+    """``hostlist.compress(names)``, taken from ``known`` when the layout already computed it."""
+    if known is not None:
+        text = known.get(names)
+        if text is not None:
+            return text
+    return hostlist.compress(names)
 
 
 def header(body: str, what: str) -> str:

@@ -7,12 +7,15 @@ hostlists compressed, plain scalars quoted only where YAML would not read them b
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import yaml
 
-from slinky_topology import hostlist
-from slinky_topology.emit import header
+from slinky_topology.emit import header, hostlist_of
 from slinky_topology.model import BlockSpec, TopologyDoc, TreeSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["render_topology_yaml", "yaml_scalar"]
 
@@ -34,8 +37,14 @@ def yaml_scalar(value: str) -> str:
     return value if plain_ok else json.dumps(value)
 
 
-def render_topology_yaml(doc: TopologyDoc) -> str:
-    """Render every topology of ``doc`` in order."""
+def render_topology_yaml(
+    doc: TopologyDoc, hostlists: Mapping[tuple[str, ...], str] | None = None
+) -> str:
+    """Render every topology of ``doc`` in order.
+
+    ``hostlists``: node and switch lists already compressed (:attr:`Plan.hostlists`); the others
+    are compressed here. Either way the text is ``hostlist.compress`` of the list.
+    """
     lines: list[str] = []
     for topo in doc.topologies:
         lines.append(f"- topology: {yaml_scalar(topo.name)}")
@@ -47,9 +56,11 @@ def render_topology_yaml(doc: TopologyDoc) -> str:
             for sw in spec.switches:
                 lines.append(f"      - switch: {yaml_scalar(sw.name)}")
                 if sw.children:
-                    lines.append(f"        children: {yaml_scalar(hostlist.compress(sw.children))}")
+                    lines.append(
+                        f"        children: {yaml_scalar(hostlist_of(sw.children, hostlists))}"
+                    )
                 if sw.nodes:
-                    lines.append(f"        nodes: {yaml_scalar(hostlist.compress(sw.nodes))}")
+                    lines.append(f"        nodes: {yaml_scalar(hostlist_of(sw.nodes, hostlists))}")
         elif isinstance(spec, BlockSpec):
             lines.append("  block:")
             if spec.block_sizes:
@@ -58,7 +69,7 @@ def render_topology_yaml(doc: TopologyDoc) -> str:
             for b in spec.blocks:
                 lines.append(f"      - block: {yaml_scalar(b.name)}")
                 if b.nodes:
-                    lines.append(f"        nodes: {yaml_scalar(hostlist.compress(b.nodes))}")
+                    lines.append(f"        nodes: {yaml_scalar(hostlist_of(b.nodes, hostlists))}")
         else:
             lines.append("  flat: true")
     body = "\n".join(lines) + "\n"

@@ -108,10 +108,13 @@ def check_block_spec(out: Findings, topo: str, spec: BlockSpec) -> None:
                 line=b.line,
             )
         seen.setdefault(b.name, b.line)
-        for node in b.nodes:
-            if node in owner and node not in twice:
-                twice[node] = (owner[node], b.name)
-            owner.setdefault(node, b.name)
+    listed = [node for b in spec.blocks for node in b.nodes]
+    if len(set(listed)) != len(listed):  # some node is listed twice: find where
+        for b in spec.blocks:
+            for node in b.nodes:
+                if node in owner and node not in twice:
+                    twice[node] = (owner[node], b.name)
+                owner.setdefault(node, b.name)
     for node, (first, second) in sorted(twice.items(), key=lambda kv: natural_key(kv[0])):
         out.error(
             f"node {node}",

@@ -42,21 +42,29 @@ def _check_names(out: Findings, fabric: Fabric) -> None:
     ):
         for name in sorted({n for n in names if not name_ok(n)}, key=natural_key):
             check_name(out, kind, name)
-        for name, count in sorted(Counter(names).items()):
-            if count > 1:
-                out.error(
-                    f"{kind} {name}",
-                    f"defined {count} times",
-                    f"keep one definition of {kind} {name}",
-                )
-    kube = Counter(n.kube_name for n in fabric.nodes if n.state != "absent")
-    for name, count in sorted(kube.items()):
-        if count > 1:
+        for name, count in _repeated(names):
             out.error(
-                f"Kubernetes node {name}",
-                f"{count} Slurm nodes map to it",
-                "give each Slurm node its own Kubernetes node name",
+                f"{kind} {name}",
+                f"defined {count} times",
+                f"keep one definition of {kind} {name}",
             )
+    kube = [
+        n.name if n.k8s_name is None else n.k8s_name for n in fabric.nodes if n.state != "absent"
+    ]
+    for name, count in _repeated(kube):
+        out.error(
+            f"Kubernetes node {name}",
+            f"{count} Slurm nodes map to it",
+            "give each Slurm node its own Kubernetes node name",
+        )
+
+
+def _repeated(names: list[str]) -> list[tuple[str, int]]:
+    """(name, count) of the names given more than once, sorted; the usual answer is none, found
+    without counting (or sorting) every name."""
+    if len(set(names)) == len(names):
+        return []
+    return sorted((name, count) for name, count in Counter(names).items() if count > 1)
 
 
 def _check_switches(out: Findings, fabric: Fabric) -> None:
@@ -129,6 +137,9 @@ def _check_domains(out: Findings, fabric: Fabric) -> None:
 def _check_attachments(out: Findings, fabric: Fabric) -> None:
     switches = {s.name for s in fabric.switches}
     has_kids = {s.parent for s in fabric.switches if s.parent in switches and s.parent != s.name}
+    leaves = {n.leaf for n in fabric.nodes if n.leaf is not None}
+    if leaves <= switches and leaves.isdisjoint(has_kids):
+        return  # every leaf named is a defined switch without child switches
     for n in fabric.nodes:
         if n.leaf is None:
             continue

@@ -56,28 +56,41 @@ def validate_specs(
     *,
     location: str | None = None,
 ) -> list[Finding]:
-    """Check per-node ``Topology=`` strings against the (skeleton) file ``doc`` (b.5)."""
+    """Check per-node ``Topology=`` strings against the (skeleton) file ``doc`` (b.5).
+
+    Findings come per node, nodes in natural order. Nodes of one rack share one string, so each
+    distinct string is checked once and its findings are repeated for every node that carries it.
+    """
     out = Findings(location)
     units = _Units(doc)
-    for node in sorted(specs, key=natural_key):
-        spec = specs[node]
-        try:
-            items = parse_spec(spec)
-        except ValueError as exc:
-            out.error(
-                f"node {node}",
-                f"annotation {spec!r}: {exc}",
-                "use topology:unit[,topology:unit...]",
-            )
-            continue
-        seen: set[str] = set()
-        for topo_name, path in items:
-            if topo_name in seen:
-                out.error(
-                    f"node {node}", f"names topology {topo_name} twice", "name each topology once"
-                )
-            seen.add(topo_name)
-            _check_item(out, units, f"node {node}", topo_name, path)
+    problems: dict[str, list[Finding]] = {}
+    bad: list[str] = []
+    for node, spec in specs.items():
+        found = problems.get(spec)
+        if found is None:
+            found = problems[spec] = _spec_problems(units, spec)
+        if found:
+            bad.append(node)
+    for node in sorted(bad, key=natural_key):
+        for finding in problems[specs[node]]:
+            out.error(f"node {node}", finding.message, finding.fix)
+    return out.items
+
+
+def _spec_problems(units: _Units, spec: str) -> list[Finding]:
+    """What is wrong with one ``Topology=`` string (subjects left empty: the caller names the node)."""
+    out = Findings()
+    try:
+        items = parse_spec(spec)
+    except ValueError as exc:
+        out.error("", f"annotation {spec!r}: {exc}", "use topology:unit[,topology:unit...]")
+        return out.items
+    seen: set[str] = set()
+    for topo_name, path in items:
+        if topo_name in seen:
+            out.error("", f"names topology {topo_name} twice", "name each topology once")
+        seen.add(topo_name)
+        _check_item(out, units, "", topo_name, path)
     return out.items
 
 

@@ -284,6 +284,20 @@ def test_hostlist_round_trip_and_oracle(hosts: list[str]) -> None:
     assert hostlist.compress(back) == text
 
 
+@given(st.lists(_host_names, max_size=60))
+def test_sort_hosts_is_the_order_of_the_compressed_hostlist(hosts: list[str]) -> None:
+    """f.4.10: sort_hosts(S) is exactly expand(compress(S)): the canonical order, which the
+    generator builds by expanding the ranges directly instead of re-parsing the text."""
+    assert hostlist.sort_hosts(hosts) == tuple(hostlist.expand(hostlist.compress(hosts)))
+
+
+@given(st.dictionaries(st.text(max_size=12), st.text(max_size=12), max_size=20))
+def test_annotations_json_is_json_dumps(specs: dict[str, str]) -> None:
+    """b.8: the annotations document is byte for byte json.dumps(specs, indent=2,
+    sort_keys=True) plus a newline, for any node names and values (escapes, non-ASCII)."""
+    assert render_annotations(specs) == json.dumps(specs, indent=2, sort_keys=True) + "\n"
+
+
 @given(st.lists(st.tuples(st.integers(0, 200), st.integers(1, 4)), min_size=1, max_size=30))
 def test_hostlist_padding_never_merges(nums: list[tuple[int, int]]) -> None:
     """f.4.10: each bracket range printed by compress expands only to input hosts (widths that

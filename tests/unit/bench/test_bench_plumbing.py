@@ -188,3 +188,31 @@ def test_topograph_output_summary_records_the_block_sizes_key() -> None:
         {"topology": "nvl", "blocks": 1, "block_sizes_key": "blockSizes", "block_sizes": [10, 20]},
     ]
     assert bench._check_topograph_output("{}", [])["parsed"] is False
+
+
+def test_speed_block_judges_item_7_sizes_at_or_under_one() -> None:
+    ours = [
+        {"nodes": 1000, "cpu_seconds": 0.5, "yaml_cpu_seconds": 0.4, "peak_rss_mib": 30.0},
+        {"nodes": 10000, "cpu_seconds": 0.2, "yaml_cpu_seconds": 0.1, "peak_rss_mib": 35.0},
+        {"nodes": 65536, "cpu_seconds": 1.5, "yaml_cpu_seconds": 0.9, "peak_rss_mib": 80.0},
+    ]
+    sizes = [
+        {"nodes": 1000, "cpu_seconds": 0.1, "peak_rss_mib": 40.0},
+        {"nodes": 10000, "cpu_seconds": 0.2, "peak_rss_mib": 70.0},
+        {"nodes": 65536, "cpu_seconds": 1.2, "peak_rss_mib": 180.0},
+    ]
+    for mine, topo in zip(ours, sizes, strict=True):
+        topo.update(bench._ratios(mine, topo))
+    rows = bench.speed_vs_topograph({"ours": ours, "topograph": {"sizes": sizes}})
+    by_size = {r["nodes"]: r for r in rows}
+    assert by_size[1000]["result"] == "info"  # not an item-7 size, even at 5x
+    assert by_size[10000]["cpu_ratio_all"] == pytest.approx(1.0)
+    assert by_size[10000]["result"] == "PASS"  # exactly 1.0 is "at most"
+    assert by_size[65536]["cpu_ratio_yaml"] == pytest.approx(0.75)
+    assert by_size[65536]["result"] == "MISS"  # all outputs 1.25
+    assert by_size[65536]["topograph_peak_rss_mib"] == 180.0
+    text = bench.render_speed(rows)
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["65536"])
+    assert row.split()[1:3] == ["1.25", "0.75"]
+    assert row.split()[-1] == "MISS"
+    assert bench.speed_vs_topograph({"ours": ours, "topograph": None}) == []
