@@ -373,6 +373,8 @@ class Controller:
                 fabric=self.load_fabric(),
                 node_selector=self.selector or None,
                 slurm_name_key=config.slurm_name_key,
+                block_options=config.block_options,
+                allow_empty=config.allow_empty,
             )
         except KubeAPIError as exc:  # reading the fabric ConfigMap
             return self._failed(exc, "ApiError")
