@@ -380,6 +380,7 @@ class Controller:
             return self._failed(exc, "ApiError")
         except TopologyError as exc:
             return self._failed(exc, "TopologyInvalid")
+        self.metrics.nodes_skipped.set(len(desired.skipped))
         for finding in desired.warnings:
             log.warning("topology warning", extra={"finding": str(finding)})
         self.beat("main")

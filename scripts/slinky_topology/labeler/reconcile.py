@@ -77,11 +77,13 @@ class NodeKeys:
 
 @dataclass(frozen=True, slots=True)
 class Desired:
-    """What the cluster should look like: owned keys per Node name, ConfigMap data."""
+    """What the cluster should look like: owned keys per Node name, ConfigMap data; the Nodes
+    left out for lack of a Slurm node name (``skipped``, also named in a warning)."""
 
     nodes: Mapping[str, NodeKeys]
     configmap: Mapping[str, str]
     warnings: tuple[Finding, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +266,7 @@ def desired_state(
             what="desired topology",
         )
     warnings = tuple(dict.fromkeys((*output.warnings, *annotations.warnings)))
-    return Desired(nodes, {CONFIGMAP_KEY: output.text}, warnings)
+    return Desired(nodes, {CONFIGMAP_KEY: output.text}, warnings, tuple(fabric.skipped))
 
 
 def current_from_items(
