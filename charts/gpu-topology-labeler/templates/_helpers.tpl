@@ -235,7 +235,7 @@ Usage: {{ include "gpu-topology-labeler.labelMap" . }}
 */}}
 {{- define "gpu-topology-labeler.labelMap" -}}
 {{- $parts := list }}
-{{- range $role := list "accelerator" "leaf" "spine" "core" }}
+{{- range $role := list "accelerator" "subdomain" "leaf" "spine" "core" }}
 {{- with (index $.Values.topology.labelMap $role) }}
 {{- $parts = append $parts (printf "%s=%s" $role .) }}
 {{- end }}

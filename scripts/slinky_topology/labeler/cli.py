@@ -36,8 +36,10 @@ from slinky_topology.labeler.config import ConfigError, LabelerConfig
 from slinky_topology.labeler.extra import EXTRA_HINT, missing_extra
 from slinky_topology.labeler.kube import DEFAULT_TIMEOUT, KubeAPIError
 from slinky_topology.labeler.logs import setup_logging
+from slinky_topology.model import OVERSIZED_POLICIES
 from slinky_topology.sources.files import read_structured
 from slinky_topology.sources.k8s_nodes import PRESETS, node_items
+from slinky_topology.validate import parse_block_sizes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -119,6 +121,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--configmap-file",
         metavar="FILE",
         help="offline: current topology.yaml to diff against (default: none exists)",
+    )
+    blk = p.add_argument_group(
+        "block topology of Node labels (a fabric file sets these on each of its topologies)"
+    )
+    blk.add_argument(
+        "--block-sizes",
+        metavar="SIZES",
+        help="BlockSizes, e.g. 18,36,72 (default: inferred: the largest domain, doubled up to "
+        "the widest switch subtree)",
+    )
+    blk.add_argument(
+        "--block-source",
+        choices=["domain", "subdomain"],
+        help="one base block per NVLink domain (default) or per sub-domain (clique)",
+    )
+    blk.add_argument(
+        "--oversized-domains",
+        choices=list(OVERSIZED_POLICIES),
+        help="a domain with more nodes than the base block size: split into base-size blocks "
+        "<domain>-<i> (default) or fail",
+    )
+    src.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="no Node, or none with a label of the preset, is expected: publish a flat "
+        "topology instead of failing the pass (default: fail and keep the last good one)",
     )
     out = p.add_argument_group("output")
     out.add_argument(
@@ -213,6 +241,11 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> La
     when they are not given. Raises :class:`ConfigError` when settings contradict each other."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(LabelerConfig)}
     values["node_selector"] = MappingProxyType(_selector(args.node_selector))
+    if args.block_sizes is not None:
+        try:
+            values["block_sizes"] = parse_block_sizes(args.block_sizes, "--block-sizes")
+        except InputError as exc:
+            raise ConfigError(exc.message) from None
     values["namespace"] = args.namespace or environ.get("POD_NAMESPACE") or "default"
     values["identity"] = (
         args.identity or environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"

@@ -13,9 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from slinky_topology.errors import TopologyError
+from slinky_topology.model import BlockOptions
+from slinky_topology.validate import block_sizes_findings
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from slinky_topology.model import BlockSource, OversizedPolicy
 
 __all__ = ["DEFAULT_TIMEOUT", "ConfigError", "LabelerConfig"]
 
@@ -42,6 +46,16 @@ class LabelerConfig:
     from_nodes: str | None = None
     """Offline: a ``kubectl get nodes -o json`` file; implies ``dry_run`` and ``once``."""
     configmap_file: str | None = None
+    allow_empty: bool = False
+    """No Node, or none with a label of the preset, is expected: publish a flat topology
+    instead of failing the pass and keeping the last good one."""
+    # block topology of label inputs (``None``: not given; a fabric file sets these itself)
+    block_sizes: tuple[int, ...] | None = None
+    """BlockSizes of the ``nvlink`` block topology; ``None`` infers them."""
+    block_source: BlockSource | None = None
+    """One base block per NVLink domain (``domain``, the default) or per sub-domain."""
+    oversized_domains: OversizedPolicy | None = None
+    """A domain larger than the base block: ``split`` (the default) or ``error``."""
     # output
     configmap: str = "gpu-topology"
     namespace: str = "default"
@@ -92,6 +106,25 @@ class LabelerConfig:
             raise ConfigError("give --fabric-file or --fabric-configmap, not both")
         if self.configmap_file and not self.from_nodes:
             raise ConfigError("--configmap-file only goes with --from-nodes")
+        block_flags = [
+            flag
+            for flag, value in (
+                ("--block-sizes", self.block_sizes),
+                ("--block-source", self.block_source),
+                ("--oversized-domains", self.oversized_domains),
+            )
+            if value is not None
+        ]
+        if block_flags and (self.fabric_file or self.fabric_configmap):
+            raise ConfigError(
+                f"{', '.join(block_flags)}: for Node labels only; a fabric file "
+                "(--fabric-file/--fabric-configmap) sets blockSizes, source and oversizedDomains "
+                "on each of its spec.topologies: drop the flag or set it in the fabric file"
+            )
+        if self.block_sizes is not None:
+            problems = block_sizes_findings(self.block_sizes, "--block-sizes")
+            if problems:
+                raise ConfigError(f"--block-sizes: {problems[0].message} (e.g. 18,36,72)")
         if self.write_workers < 1:
             raise ConfigError(f"--write-workers must be >= 1, got {self.write_workers}")
 
@@ -111,6 +144,22 @@ class LabelerConfig:
     def stuck_after(self) -> float:
         """Seconds without progress after which a loop counts as stuck (``/healthz`` fails)."""
         return self.stuck_seconds or 2 * self.quiet_seconds
+
+    @property
+    def block_options(self) -> BlockOptions | None:
+        """The block flags as library options; ``None`` when none is given (the defaults:
+        inferred sizes, one block per domain, oversized domains split)."""
+        if (
+            self.block_sizes is None
+            and self.block_source is None
+            and self.oversized_domains is None
+        ):
+            return None
+        return BlockOptions(
+            block_sizes=self.block_sizes,
+            source=self.block_source or "domain",
+            oversized=self.oversized_domains or "split",
+        )
 
     @property
     def offline(self) -> bool:

@@ -373,11 +373,14 @@ class Controller:
                 fabric=self.load_fabric(),
                 node_selector=self.selector or None,
                 slurm_name_key=config.slurm_name_key,
+                block_options=config.block_options,
+                allow_empty=config.allow_empty,
             )
         except KubeAPIError as exc:  # reading the fabric ConfigMap
             return self._failed(exc, "ApiError")
         except TopologyError as exc:
             return self._failed(exc, "TopologyInvalid")
+        self.metrics.nodes_skipped.set(len(desired.skipped))
         for finding in desired.warnings:
             log.warning("topology warning", extra={"finding": str(finding)})
         self.beat("main")

@@ -6,6 +6,10 @@ Metrics (own registry, so several controllers can live in one test process):
 name                                                   type     meaning
 =====================================================  =======  =================================
 ``slinky_topology_labeler_nodes_seen``                 gauge    Nodes in the last pass
+``slinky_topology_labeler_nodes_skipped``              gauge    Nodes of the last pass without
+                                                                a Slurm node name
+                                                                (``--slurm-name-key``): no
+                                                                slurmd there, left out
 ``slinky_topology_labeler_writes_total{kind}``         counter  API writes: ``node_add``,
                                                                 ``node_change``, ``node_remove``,
                                                                 ``configmap_create``,
@@ -50,6 +54,11 @@ class Metrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         self.nodes_seen = Gauge(f"{PREFIX}_nodes_seen", "Nodes seen in the last pass", registry=r)
+        self.nodes_skipped = Gauge(
+            f"{PREFIX}_nodes_skipped",
+            "Nodes of the last pass left out for lack of a Slurm node name (--slurm-name-key)",
+            registry=r,
+        )
         self.writes = Counter(f"{PREFIX}_writes", "API writes by kind", ["kind"], registry=r)
         self.errors = Counter(f"{PREFIX}_errors", "Errors by kind", ["kind"], registry=r)
         self.last_success = Gauge(

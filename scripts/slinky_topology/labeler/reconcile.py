@@ -4,7 +4,8 @@
   :func:`pipeline.render_output` in the dynamic shape, :func:`pipeline.render_annotations_output`)
   and turns it into the owned keys of every Node plus the ConfigMap data (``topology.yaml``).
   It raises :class:`~slinky_topology.errors.TopologyError` on bad input, and refuses an empty
-  topology (no node placed anywhere), so a caller keeps the last good state.
+  topology (no Node with a label of the preset, no node placed anywhere) unless told
+  ``allow_empty``, so a caller keeps the last good state.
 * :func:`reconcile` compares that with the cluster and returns a :class:`Plan` holding only the
   writes needed: a second pass over an unchanged cluster plans zero writes. Only keys of
   :data:`~slinky_topology.labeler.keys.OWNED_KEYS` are compared or written; a Node that left the
@@ -34,7 +35,7 @@ from slinky_topology.sources.k8s_nodes import fabric_from_nodes
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from slinky_topology.model import Fabric
+    from slinky_topology.model import BlockOptions, Fabric
 
 __all__ = [
     "CONFIGMAP_KEY",
@@ -76,11 +77,13 @@ class NodeKeys:
 
 @dataclass(frozen=True, slots=True)
 class Desired:
-    """What the cluster should look like: owned keys per Node name, ConfigMap data."""
+    """What the cluster should look like: owned keys per Node name, ConfigMap data; the Nodes
+    left out for lack of a Slurm node name (``skipped``, also named in a warning)."""
 
     nodes: Mapping[str, NodeKeys]
     configmap: Mapping[str, str]
     warnings: tuple[Finding, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,11 +226,17 @@ def desired_state(
     fabric: Fabric | None = None,
     node_selector: Mapping[str, str] | None = None,
     slurm_name_key: str | None = None,
+    block_options: BlockOptions | None = None,
+    allow_empty: bool = False,
 ) -> Desired:
     """The desired owned keys and ConfigMap data, from Nodes (through a preset) or a fabric.
 
-    Raises :class:`~slinky_topology.errors.TopologyError` when the input is bad or the result
-    would be empty; every output is validated by the pipeline before it is returned.
+    ``block_options``: BlockSizes, block source and oversized-domain policy of the block
+    topology built from Node labels (``None``: the library defaults; not used with ``fabric``,
+    which sets them per topology). Raises :class:`~slinky_topology.errors.TopologyError` when
+    the input is bad or, unless ``allow_empty``, when the result would be empty (no Node with a
+    label of the preset, or no node placed in any topology); every output is validated by the
+    pipeline before it is returned.
     """
     if fabric is None:
         fabric = fabric_from_nodes(
@@ -236,12 +245,14 @@ def desired_state(
             label_map=label_map,
             node_selector=node_selector,
             slurm_name_key=slurm_name_key,
+            block_options=block_options,
+            allow_empty=allow_empty,
         )
     fabric_plan = build.plan(fabric)
     output = pipeline.render_output(fabric_plan, "topology.yaml", "dynamic")
     annotations = pipeline.render_annotations_output(fabric_plan)
     nodes = node_keys(fabric_plan)
-    if not any(SPEC_ANNOTATION in keys.annotations for keys in nodes.values()):
+    if not allow_empty and not any(SPEC_ANNOTATION in k.annotations for k in nodes.values()):
         raise ValidationError(
             [
                 Finding(
@@ -255,7 +266,7 @@ def desired_state(
             what="desired topology",
         )
     warnings = tuple(dict.fromkeys((*output.warnings, *annotations.warnings)))
-    return Desired(nodes, {CONFIGMAP_KEY: output.text}, warnings)
+    return Desired(nodes, {CONFIGMAP_KEY: output.text}, warnings, tuple(fabric.skipped))
 
 
 def current_from_items(

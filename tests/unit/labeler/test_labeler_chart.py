@@ -11,6 +11,7 @@ import pytest
 
 from slinky_harness.helm import client as helm
 from slinky_topology.labeler.cli import parse_config
+from slinky_topology.model import BlockOptions
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"
 NAME = "lab-gpu-topology-labeler"
@@ -183,3 +184,76 @@ def test_the_schema_refuses_write_workers_out_of_range(workers: object) -> None:
     result = helm.template(CHART, {"controller": {"writeWorkers": workers}}, release="lab")
     assert not result.ok
     assert "writeWorkers" in result.stderr, result.stderr
+
+
+def _block_args(args: list[str]) -> list[str]:
+    return [a for a in args if a.startswith(("--block-", "--oversized-", "--label-map"))]
+
+
+def test_block_values_render_the_flags_the_controller_parses_into_block_options() -> None:
+    _, defaults = _controller(_render())
+    assert _block_args(defaults) == ["--block-source=domain", "--oversized-domains=split"]
+    assert parse_config(defaults, environ={}).block_options == BlockOptions(), "library defaults"
+    topology = {
+        "blockSizes": [18, 36, 72],
+        "blockSource": "subdomain",
+        "oversizedDomains": "error",
+        "labelMap": {"accelerator": "example.com/domain", "subdomain": "example.com/clique"},
+    }
+    _, args = _controller(_render({"topology": topology}))
+    assert _block_args(args) == [
+        "--label-map=accelerator=example.com/domain,subdomain=example.com/clique",
+        "--block-sizes=18,36,72",
+        "--block-source=subdomain",
+        "--oversized-domains=error",
+    ]
+    config = parse_config(args, environ={})
+    assert config.block_options == BlockOptions(
+        block_sizes=(18, 36, 72), source="subdomain", oversized="error"
+    )
+    assert config.label_map == "accelerator=example.com/domain,subdomain=example.com/clique"
+
+
+def test_a_fabric_configmap_renders_no_block_flag() -> None:
+    _, args = _controller(_render({"topology": {"fabricConfigMap": {"name": "fabric"}}}))
+    assert _block_args(args) == []
+    config = parse_config(args, environ={})
+    assert config.fabric_configmap == "fabric" and config.block_options is None
+
+
+@pytest.mark.parametrize(
+    ("topology", "paths"),
+    [
+        pytest.param({"blockSizes": [8]}, "topology.blockSizes set", id="sizes"),
+        pytest.param({"blockSource": "subdomain"}, "topology.blockSource set", id="source"),
+        pytest.param(
+            {"blockSizes": [8], "oversizedDomains": "error"},
+            "topology.blockSizes, topology.oversizedDomains set",
+            id="two",
+        ),
+    ],
+)
+def test_block_values_with_a_fabric_configmap_fail_naming_the_values(
+    topology: dict[str, Any], paths: str
+) -> None:
+    values = {"topology": {"fabricConfigMap": {"name": "fabric"}, **topology}}
+    result = helm.template(CHART, values, release="lab", namespace="gpu")
+    assert not result.ok
+    assert f"{paths} together with topology.fabricConfigMap.name" in result.stderr, result.stderr
+    assert "the fabric file sets blockSizes" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("topology", "path"),
+    [
+        pytest.param({"blockSizes": [0]}, "/topology/blockSizes/0", id="zero"),
+        pytest.param({"blockSizes": "18,36"}, "/topology/blockSizes", id="string"),
+        pytest.param({"blockSizes": [18, 18]}, "/topology/blockSizes", id="repeated"),
+        pytest.param({"blockSource": "rack"}, "/topology/blockSource", id="source"),
+        pytest.param({"oversizedDomains": "drop"}, "/topology/oversizedDomains", id="policy"),
+    ],
+)
+def test_the_schema_refuses_bad_block_values(topology: dict[str, Any], path: str) -> None:
+    result = helm.template(CHART, {"topology": topology}, release="lab")
+    assert not result.ok
+    assert path in result.stderr, result.stderr

@@ -11,6 +11,7 @@ import pytest
 
 from slinky_topology.labeler.cli import main, parse_config
 from slinky_topology.labeler.config import ConfigError, LabelerConfig
+from slinky_topology.model import BlockOptions
 
 
 def test_the_environment_fills_namespace_and_identity_unless_flags_say() -> None:
@@ -98,3 +99,53 @@ def test_main_prints_a_config_error_once_and_exits_2(capsys: pytest.CaptureFixtu
     assert main(["--node-selector=pool"], environ={}) == 2
     err = capsys.readouterr().err
     assert err == "error: --node-selector 'pool' is not KEY=VALUE\n"
+
+
+def test_block_flags_become_block_options_and_none_given_keeps_the_defaults() -> None:
+    assert parse_config([], environ={}).block_options is None, "library defaults apply"
+    config = parse_config(
+        ["--block-sizes=18,36", "--block-source=subdomain", "--oversized-domains=error"],
+        environ={},
+    )
+    assert config.block_options == BlockOptions(
+        block_sizes=(18, 36), source="subdomain", oversized="error"
+    )
+    only_sizes = parse_config(["--block-sizes=8"], environ={}).block_options
+    assert only_sizes == BlockOptions(block_sizes=(8,), source="domain", oversized="split")
+    assert not parse_config([], environ={}).allow_empty
+    assert parse_config(["--allow-empty"], environ={}).allow_empty
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["--block-sizes=18,x"],
+            "error: --block-sizes '18,x' is not a comma-separated list of integers",
+            id="not-integers",
+        ),
+        pytest.param(
+            ["--block-sizes=36,18"],
+            "error: --block-sizes: invalid BlockSizes 36,18: 18 is not a multiple of the base 36",
+            id="not-multiples",
+        ),
+        pytest.param(
+            ["--block-source=domain", "--oversized-domains=split", "--fabric-configmap=fab"],
+            "error: --block-source, --oversized-domains: for Node labels only; a fabric file",
+            id="with-a-fabric",
+        ),
+    ],
+)
+def test_bad_block_flags_exit_2_naming_the_flag(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv, environ={}) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+
+
+def test_block_sizes_built_directly_are_checked_too() -> None:
+    with pytest.raises(ConfigError, match="--block-sizes: invalid BlockSizes 0"):
+        LabelerConfig(block_sizes=(0,))
+    with pytest.raises(ConfigError, match="--block-sizes: for Node labels only"):
+        LabelerConfig(block_sizes=(4,), fabric_file="fabric.yaml")

@@ -343,3 +343,29 @@ def test_fabric_configmap_input_and_its_failures() -> None:
 
     api.get_configmap = broken  # type: ignore[method-assign]
     assert not ctl.run_pass(), "API errors fail the pass without crashing the controller"
+
+
+def test_block_flags_shape_the_published_topology_and_skipped_nodes_are_counted() -> None:
+    fleet = gfd_fleet(racks=1, per_rack=4)  # one NVLink domain of 4 nodes
+    for item in fleet:
+        name = item["metadata"]["name"]
+        item["metadata"]["labels"]["slurm.example.com/name"] = name
+    fleet.append(node("login1", {"kubernetes.io/hostname": "login1"}))  # no slurmd: no name
+    api = FakeCluster(fleet)
+    metrics = Metrics()
+    flags = ("--block-sizes=2", "--slurm-name-key=slurm.example.com/name")
+    ctl = Controller(_args(*flags), api, metrics=metrics, sleep=lambda _: None)
+    ctl.relist()
+    assert ctl.run_pass()
+    text = api.configmaps[(NS, "gpu-topology")]["data"][CONFIGMAP_KEY]
+    assert f"block: {RACK_A}-1\n" in text and f"block: {RACK_A}-2\n" in text
+    assert "block_sizes: [2]" in text
+    assert metrics.value("slinky_topology_labeler_nodes_seen") == 5
+    assert metrics.value("slinky_topology_labeler_nodes_skipped") == 1
+
+    refused = Controller(
+        _args(*flags, "--oversized-domains=error"), api, metrics=Metrics(), sleep=lambda _: None
+    )
+    refused.relist()
+    assert not refused.run_pass(), "a domain of 4 in blocks of 2, not split: the pass fails"
+    assert api.configmaps[(NS, "gpu-topology")]["data"][CONFIGMAP_KEY] == text, "last good kept"

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 from tests.unit.labeler.labeler_support import CLIQUE, RACK_A, gfd_fleet, node, tiered_fleet
 
 from slinky_topology.errors import TopologyError
@@ -20,11 +21,13 @@ from slinky_topology.labeler.keys import (
 from slinky_topology.labeler.reconcile import (
     CONFIGMAP_KEY,
     Current,
+    Desired,
     Plan,
     current_from_items,
     desired_state,
     reconcile,
 )
+from slinky_topology.model import BlockOptions
 
 
 def _apply(items: list[dict[str, Any]], plan: Plan) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -145,7 +148,7 @@ def test_nodes_outside_the_selector_lose_owned_keys_only() -> None:
 def test_bad_input_raises_so_the_last_good_state_is_kept() -> None:
     with pytest.raises(TopologyError):
         desired_state([node("cpu1", {"kubernetes.io/hostname": "cpu1"})])  # no topology labels
-    with pytest.raises(TopologyError, match="refusing to publish an empty topology"):
+    with pytest.raises(TopologyError, match="no Nodes match --node-selector pool=none"):
         desired_state(
             [node("cpu1", {"fabric.topograph.run/tier-0": "leaf1"})],
             node_selector={"pool": "none"},
@@ -183,3 +186,26 @@ def test_long_switch_names_are_hashed_in_labels() -> None:
     desired = desired_state(items, preset="topograph")
     value = desired.nodes["n1"].labels[TIER_LABELS[0]]
     assert is_label_value(value) and value != long_leaf and len(value) <= 63
+
+
+def _blocks(desired: Desired) -> list[str]:
+    topo = yaml.safe_load(desired.configmap[CONFIGMAP_KEY])
+    return [b["block"] for b in topo[0]["block"]["blocks"]]
+
+
+def test_block_options_reach_the_published_topology() -> None:
+    fleet = gfd_fleet(racks=1, per_rack=4)  # one NVLink domain of 4 nodes
+    assert _blocks(desired_state(fleet)) == [RACK_A], "default: one block per domain"
+    split = desired_state(fleet, block_options=BlockOptions(block_sizes=(2,)))
+    assert _blocks(split) == [f"{RACK_A}-1", f"{RACK_A}-2"]
+    specs = {n: k.annotations[SPEC_ANNOTATION] for n, k in split.nodes.items()}
+    assert specs["gpu0001"] != specs["gpu0003"], "the halves are different blocks"
+    with pytest.raises(TopologyError, match="needs 4 node slots, more than the base block size 2"):
+        desired_state(fleet, block_options=BlockOptions(block_sizes=(2,), oversized="error"))
+
+
+def test_allow_empty_publishes_a_flat_topology_instead_of_failing() -> None:
+    unlabelled = [node("cpu1", {"kubernetes.io/hostname": "cpu1"})]
+    desired = desired_state(unlabelled, allow_empty=True)
+    assert yaml.safe_load(desired.configmap[CONFIGMAP_KEY])[0]["flat"] is True
+    assert desired.nodes["cpu1"].empty()
