@@ -38,8 +38,12 @@ def _tools(session: nox.Session, *names: str) -> None:
     open, so a cold one shows what it builds and its progress; the PATH is read afterwards."""
     # `install` with no names means every tool (the control plane's kubectl too); `path` with no
     # names means the lint tools, which is what a session that names none needs.
-    session.run("python", "-m", "slinky_harness.build.toolchain", "install" if names else "path", *names)
-    prefix = session.run("python", "-m", "slinky_harness.build.toolchain", "path", *names, silent=True)
+    session.run(
+        "python", "-m", "slinky_harness.build.toolchain", "install" if names else "path", *names
+    )
+    prefix = session.run(
+        "python", "-m", "slinky_harness.build.toolchain", "path", *names, silent=True
+    )
     assert isinstance(prefix, str)
     session.env["PATH"] = f"{prefix.strip().splitlines()[-1]}{os.pathsep}{os.environ['PATH']}"
 
@@ -63,6 +67,7 @@ def lint(session: nox.Session) -> None:
     _install(session, "test", "lint", "typing")
     _tools(session)
     session.run("ruff", "check", "scripts", "tests", "noxfile.py")
+    session.run("ruff", "format", "--check", "scripts", "tests", "noxfile.py")
     session.run("mypy")
     _pytest(session, "tests/lint")
 

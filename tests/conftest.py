@@ -62,7 +62,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     missing = sorted(path for path in SPREAD if not (config.rootpath / path).is_file())
     if missing:
-        raise pytest.UsageError(f"tests/conftest.py SPREAD names files that do not exist: {missing}")
+        raise pytest.UsageError(
+            f"tests/conftest.py SPREAD names files that do not exist: {missing}"
+        )
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only with xdist loaded
 
     class SpreadScheduling(LoadScopeScheduling):  # type: ignore[misc]

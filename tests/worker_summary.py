@@ -39,4 +39,3 @@ def merge(node: Any) -> None:
     """In the controller, add a finished worker's lists to ours (``pytest_testnodedown``)."""
     for name, entries in getattr(node, "workeroutput", {}).get(_KEY, {}).items():
         records(name).extend(entries)
-

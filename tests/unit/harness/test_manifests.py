@@ -161,5 +161,19 @@ def test_values_text_reads_back_exactly_in_yaml() -> None:
 
     from slinky_harness.helm.client import values_text  # noqa: PLC0415
 
-    tricky = {"a": ["y", "n", "0o7", "1e3", "\x7f", "\x85", "\x9f", "\U00010000", "\ufeff", "\u2028", "tab\there"]}
+    tricky = {
+        "a": [
+            "y",
+            "n",
+            "0o7",
+            "1e3",
+            "\x7f",
+            "\x85",
+            "\x9f",
+            "\U00010000",
+            "\ufeff",
+            "\u2028",
+            "tab\there",
+        ]
+    }
     assert yaml.safe_load(values_text(tricky)) == tricky
