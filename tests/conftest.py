@@ -45,7 +45,6 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 SPREAD = frozenset({
     "tests/cluster/test_charts.py",
     "tests/cluster/test_ct_install.py",
-    "tests/cluster/test_operator.py",
     "tests/cluster/test_security.py",
     "tests/cluster/test_umbrella.py",
 })  # fmt: skip
@@ -53,7 +52,10 @@ SPREAD = frozenset({
 them out one test at a time (a worker sets up such a file's module fixtures, a control plane or an
 operator, once for the tests it gets). Every other file runs whole in one worker: its tests follow
 on from each other (``test_labeler``), share a fixed port (``test_bridge``: slurm-bridge's
-admission webhook on 9443) or one costly module fixture (``test_image``)."""
+admission webhook on 9443) or one costly module fixture (``test_image``). ``test_operator`` stays
+whole: handed out test by test, its ``umbrella+cpu-only`` case twice found its pods never looked
+at by the scheduler (no PodScheduled condition after 180 s) on a worker's own operator cluster,
+while the whole file in one worker passes; not understood yet."""
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
