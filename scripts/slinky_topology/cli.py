@@ -28,7 +28,8 @@ from slinky_topology import __version__
 from slinky_topology.build import Plan, plan, with_block_options
 from slinky_topology.emit.annotations import ANNOTATION_KEY
 from slinky_topology.errors import Finding, InputError, TopologyError, ValidationError
-from slinky_topology.model import OVERSIZED_POLICIES, BlockOptions
+from slinky_topology.flags import add_block_arguments
+from slinky_topology.model import BlockOptions
 from slinky_topology.parse import parse_topology_file
 from slinky_topology.pipeline import (
     FORMATS,
@@ -124,23 +125,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
         "block topology of Kubernetes / ibnetdiscover inputs (a fabric file sets these per "
         "topology: blockSizes, source, oversizedDomains)"
     )
-    blk.add_argument(
-        "--block-sizes",
-        metavar="SIZES",
-        help="BlockSizes, e.g. 18,36,72 (default: inferred: the largest domain, doubled up to "
-        "the widest switch subtree)",
-    )
-    blk.add_argument(
-        "--block-source",
-        choices=["domain", "subdomain"],
-        help="one base block per NVLink domain (default) or per sub-domain (clique)",
-    )
-    blk.add_argument(
-        "--oversized-domains",
-        choices=list(OVERSIZED_POLICIES),
-        help="a domain with more nodes than the base block size: split into base-size blocks "
-        "<domain>-<i> (default) or fail",
-    )
+    add_block_arguments(blk)
     ib = p.add_argument_group("InfiniBand")
     ib.add_argument(
         "--ib-node-regex",

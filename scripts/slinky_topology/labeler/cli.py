@@ -32,11 +32,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from slinky_topology import __version__
 from slinky_topology.errors import InputError
+from slinky_topology.flags import add_block_arguments
 from slinky_topology.labeler.config import ConfigError, LabelerConfig
 from slinky_topology.labeler.extra import EXTRA_HINT, missing_extra
 from slinky_topology.labeler.kube import DEFAULT_TIMEOUT, KubeAPIError
 from slinky_topology.labeler.logs import setup_logging
-from slinky_topology.model import OVERSIZED_POLICIES
 from slinky_topology.sources.files import read_structured
 from slinky_topology.sources.k8s_nodes import PRESETS, node_items
 from slinky_topology.validate import parse_block_sizes
@@ -125,23 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     blk = p.add_argument_group(
         "block topology of Node labels (a fabric file sets these on each of its topologies)"
     )
-    blk.add_argument(
-        "--block-sizes",
-        metavar="SIZES",
-        help="BlockSizes, e.g. 18,36,72 (default: inferred: the largest domain, doubled up to "
-        "the widest switch subtree)",
-    )
-    blk.add_argument(
-        "--block-source",
-        choices=["domain", "subdomain"],
-        help="one base block per NVLink domain (default) or per sub-domain (clique)",
-    )
-    blk.add_argument(
-        "--oversized-domains",
-        choices=list(OVERSIZED_POLICIES),
-        help="a domain with more nodes than the base block size: split into base-size blocks "
-        "<domain>-<i> (default) or fail",
-    )
+    add_block_arguments(blk)
     src.add_argument(
         "--allow-empty",
         action="store_true",
