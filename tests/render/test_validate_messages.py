@@ -132,6 +132,22 @@ LABELER_ROWS = (
         "the labeler would overwrite its own input. Give them different names.",
     ),
     Row(
+        "block-values-beside-a-fabric-file",
+        LABELER,
+        {
+            "topology": {
+                "fabricConfigMap": {"name": "my-fabric"},
+                "blockSizes": [18, 36],
+                "oversizedDomains": "error",
+            }
+        },
+        "topology.blockSizes, topology.oversizedDomains set together with "
+        "topology.fabricConfigMap.name: the fabric file sets blockSizes, source and "
+        "oversizedDomains on each of its spec.topologies. Set them there and leave "
+        "topology.blockSizes, topology.oversizedDomains at the defaults (blockSizes: [], "
+        "blockSource: domain, oversizedDomains: split).",
+    ),
+    Row(
         "service-accounts-collide",
         LABELER,
         {
