@@ -55,10 +55,6 @@ from slinky_topology import hostlist
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-# pytest-xdist: the admission webhook listens on slurm-bridge's fixed port 9443, so one worker
-# runs every bridge test.
-pytestmark = pytest.mark.xdist_group("bridge")
-
 FLEET_FILE = support.REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 PROFILE = charts.load_yaml(support.REPO / "values" / "co-location.yaml")
 RELEASE, NAMESPACE = "slurm", "slurm"

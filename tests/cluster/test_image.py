@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
     from packaging.markers import Marker
 
-# pytest-xdist: one worker builds and runs the labeler image (its module fixtures build it once).
-pytestmark = pytest.mark.xdist_group("image")
-
 PRODUCT = "slinky-suite"
 """The distribution that carries ``slinky_topology`` (pyproject's project name)."""
 EXTRAS = frozenset({"labeler", "nvml"})
