@@ -217,6 +217,27 @@ def test_cluster_start_time_is_recorded(cluster: Cluster) -> None:
     assert set(cluster.timings) >= {"kwokctl_create", "api_ready", "nodes_ready"}
 
 
+def test_scheduler_and_controller_manager_run_without_leader_election(
+    cluster: Cluster, core: Any, namespace: str
+) -> None:
+    """The one kube-scheduler and kube-controller-manager hold no leader lease: a starved
+    machine cannot make them lose one and exit (pods then stay unscheduled for good). Both still
+    work: a pod is scheduled after the check."""
+    leases = cluster.kubectl_json("get", "leases", "-n", "kube-system")["items"]
+    names = {lease["metadata"]["name"] for lease in leases}
+    assert not names & {"kube-scheduler", "kube-controller-manager"}, names
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="after-lease-check"),
+        spec=client.V1PodSpec(containers=[_container()]),
+    )
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(
+        lambda: core.read_namespaced_pod("after-lease-check", namespace).spec.node_name,
+        timeout=60,
+        what="the pod to be scheduled",
+    )
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [

@@ -633,7 +633,12 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
                 detail=settled,
             )
         except WaitTimeout as exc:
-            raise AssertionError(f"{exc}\nall pods:\n{everything()}") from None
+            log = cluster.logs_dir / "kube-scheduler.log"
+            tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+            raise AssertionError(
+                f"{exc}\nall pods:\n{everything()}\nkube-scheduler.log, last lines:\n"
+                + "\n".join(tail)
+            ) from None
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for pod in _pods_of(cluster, namespace, name):
         if not pod["spec"].get("nodeName"):

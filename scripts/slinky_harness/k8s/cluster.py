@@ -102,6 +102,35 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(f"    {line}" for line in text[-lines:])
 
 
+LEADER_ELECTING = ("kube-controller-manager", "kube-scheduler")
+
+
+def _disabled(extra_args: Sequence[str]) -> set[str]:
+    """The components that ``--disable=`` arguments among ``extra_args`` leave out."""
+    return {
+        name
+        for arg in extra_args
+        if arg.startswith("--disable=")
+        for name in arg.removeprefix("--disable=").split(",")
+    }
+
+
+def _single_instance_args(extra_args: Sequence[str]) -> list[str]:
+    """``--extra-args`` that turn leader election off in the one scheduler and controller-manager.
+
+    kwokctl starts them with leader election on. There is only ever one of each here, and on a
+    starved machine (several control planes on two cores) a renewal that misses its deadline
+    makes the component exit with "leaderelection lost": nothing restarts it, and from then on no
+    pod is scheduled. Disabled components get no flag.
+    """
+    disabled = _disabled(extra_args)
+    return [
+        f"--extra-args={name}=leader-elect=false"
+        for name in LEADER_ELECTING
+        if name not in disabled
+    ]
+
+
 class Cluster:
     """A running kwok cluster; build one with ``Cluster.start``."""
 
@@ -323,6 +352,7 @@ class Cluster:
             "cluster",
             f"--kubeconfig={self.kubeconfig}",
             f"--timeout={int(timeout)}s",
+            *_single_instance_args(extra_args),
             *extra_args,
             timeout=timeout,
             log=self.workdir / "kwokctl.log",
@@ -340,7 +370,10 @@ class Cluster:
             out = self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False)
             return "default" in out
 
-        self._wait("the default ServiceAccount", default_service_account, deadline)
+        # kube-controller-manager creates it; a cluster without one (a bench of the API server
+        # alone) has none to wait for.
+        if "kube-controller-manager" not in _disabled(extra_args):
+            self._wait("the default ServiceAccount", default_service_account, deadline)
         self.timings["api_ready"] = time.monotonic() - begin
 
         if stages is not None:
