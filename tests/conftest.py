@@ -48,35 +48,46 @@ SPREAD = frozenset({
     "tests/cluster/test_security.py",
     "tests/cluster/test_umbrella.py",
 })  # fmt: skip
-"""Files whose tests are independent of each other and long: with ``--dist loadscope`` xdist hands
-them out one test at a time (a worker sets up such a file's module fixtures, a control plane or an
-operator, once for the tests it gets). Every other file runs whole in one worker: its tests follow
-on from each other (``test_labeler``), share a fixed port (``test_bridge``: slurm-bridge's
-admission webhook on 9443) or one costly module fixture (``test_image``). ``test_operator`` stays
-whole: handed out test by test, its ``umbrella+cpu-only`` case twice found its pods never looked
-at by the scheduler (no PodScheduled condition after 180 s) on a worker's own operator cluster,
-while the whole file in one worker passes; not understood yet."""
+"""Files whose tests are independent of each other and short next to the file's set-up: with
+``--dist loadscope`` xdist hands them out one test at a time (a worker sets up such a file's
+module fixtures, a control plane, once for the tests it gets in a row)."""
+
+OWN_SCOPE = frozenset({
+    "tests/cluster/test_operator.py::test_operator_reconciles_the_umbrella_with_every_profile",
+})  # fmt: skip
+"""Test functions whose parametrized cases run in a worker of their own, apart from the rest of
+their file: ``test_operator``'s umbrella cases and its release scenarios are each minutes long and
+independent, so two workers share the file and each sets its costly module fixture (the real
+operator, its webhook and MariaDB) up once. Every other file runs whole in one worker: its tests
+follow on from each other (``test_labeler``), share a fixed port (``test_bridge``: slurm-bridge's
+admission webhook on 9443) or one costly module fixture (``test_image``)."""
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getoption("dist") != "loadscope":
         return None
-    missing = sorted(path for path in SPREAD if not (config.rootpath / path).is_file())
+    paths = SPREAD | {name.split("::", 1)[0] for name in OWN_SCOPE}
+    missing = sorted(path for path in paths if not (config.rootpath / path).is_file())
     if missing:
         raise pytest.UsageError(
-            f"tests/conftest.py SPREAD names files that do not exist: {missing}"
+            f"tests/conftest.py SPREAD or OWN_SCOPE names files that do not exist: {missing}"
         )
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only with xdist loaded
 
     class SpreadScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        """loadscope, except that a test of a :data:`SPREAD` file is a scope of its own. Scopes
-        with more tests go first (``--loadscope-reorder``, the default), so the whole files start
-        at once and the single tests fill the workers around them."""
+        """loadscope, except that a test of a :data:`SPREAD` file is a scope of its own and so
+        are the cases of an :data:`OWN_SCOPE` function. Scopes with more tests go first
+        (``--loadscope-reorder``, the default), so the whole files start at once and the single
+        tests fill the workers around them."""
 
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.split("::", 1)[0] in SPREAD:
+            path = nodeid.split("::", 1)[0]
+            if path in SPREAD:
                 return nodeid
+            function = nodeid.split("[", 1)[0]
+            if function in OWN_SCOPE:
+                return function
             scope: str = super()._split_scope(nodeid)
             return scope
 
