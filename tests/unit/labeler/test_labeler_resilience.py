@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 
 NS = "slinky"
 CM = "gpu-topology"
+# Bound on a call that must give up after a 1 s request timeout against a server that never
+# answers (without a timeout it would wait forever). Generous: on a loaded 2-core CI machine the
+# same call has taken just over 3 s.
+GIVES_UP_WITHIN = 10.0
 PASSES = "slinky_topology_labeler_passes_total"
 ERRORS = "slinky_topology_labeler_errors_total"
 
@@ -101,7 +105,7 @@ def test_once_against_a_silent_api_server_ends_within_the_request_timeout(
         seconds = time.monotonic() - started
         assert server.connections, "the labeler reached the silent server"
     assert code == 1
-    assert seconds < 3, f"--once took {seconds:.1f}s against a silent API server"
+    assert seconds < GIVES_UP_WITHIN, f"--once took {seconds:.1f}s against a silent API server"
     assert "error: listing Nodes failed" in capsys.readouterr().err
 
 
@@ -121,7 +125,9 @@ def test_generate_from_cluster_against_a_silent_api_server_ends_within_its_timeo
         seconds = time.monotonic() - started
         assert server.connections
     assert code == 1
-    assert seconds < 3, f"generate --from-cluster took {seconds:.1f}s against a silent server"
+    assert seconds < GIVES_UP_WITHIN, (
+        f"generate --from-cluster took {seconds:.1f}s against a silent server"
+    )
     assert "listing Nodes failed" in capsys.readouterr().err
 
 
@@ -138,7 +144,9 @@ def test_a_silent_watch_stream_is_dropped_and_the_watch_restarted(tmp_path: Path
         assert error is not None and error.timeout and error.status is None, repr(error)
         assert error.retriable and str(error).startswith("watch nodes: "), str(error)
         assert "timed out" in str(error)
-        assert 1.0 <= seconds < 3, "dropped after the watch timeout plus the request timeout"
+        assert 1.0 <= seconds < GIVES_UP_WITHIN, (
+            "dropped after the watch timeout plus the request timeout"
+        )
 
         # the controller's watch loop: Nodes listed (in memory), watched on the silent stream
         api = FakeCluster(gfd_fleet())
