@@ -136,9 +136,10 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def docs(session: nox.Session) -> None:
-    """Regenerate generated files: chart READMEs (helm-docs) and the slinky.slurm.net CRDs."""
-    _install(session, "crdgen")
+    """Regenerate generated files: values schemas, chart READMEs (helm-docs) and the CRDs."""
+    _install(session, "crdgen", "schemagen")
     _tools(session, "helm-docs")
+    session.run("python", "-m", "slinky_schemagen")
     session.run("python", "-m", "slinky_crdgen")
     session.run("helm-docs", "--chart-search-root", "charts")
 

@@ -58,7 +58,7 @@ def _display(path: Path) -> str:
 def _select(names: Sequence[str]) -> tuple[list[Path], list[Path]]:
     """(opted-in charts, hand-written charts) to handle; a named chart must have opted in."""
     if not names:
-        every = sorted(p.parent for p in charts_root().glob("*/Chart.yaml"))
+        every = sorted(Path(_display(p.parent)) for p in charts_root().glob("*/Chart.yaml"))
         return [c for c in every if is_generated(c)], [c for c in every if not is_generated(c)]
     chosen = []
     for name in names:
@@ -72,7 +72,7 @@ def _select(names: Sequence[str]) -> tuple[list[Path], list[Path]]:
                 f"{_display(path)} has a hand-written {SCHEMA_FILE}: create {EXTRA_FILE} there "
                 "(at least its `title`) to generate it"
             )
-        chosen.append(path)
+        chosen.append(Path(_display(path)))
     return chosen, []
 
 
@@ -85,9 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if exc.code == 0 else 2
     try:
         generated, hand_written = _select(args.charts)
-        for chart in hand_written:
+        if hand_written:
+            names = ", ".join(_display(chart) for chart in hand_written)
             sys.stderr.write(
-                f"schemagen: {_display(chart)}: hand-written {SCHEMA_FILE} (no {EXTRA_FILE}), left alone\n"
+                f"schemagen: hand-written {SCHEMA_FILE} (no {EXTRA_FILE}), left alone: {names}\n"
             )
         stale = []
         for chart in generated:

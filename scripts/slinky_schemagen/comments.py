@@ -184,8 +184,7 @@ def _annotation(
         raise AnnotationError(
             file,
             where,
-            f"malformed `# @schema` annotation of `{'.'.join(path)}`: "
-            f"{str(exc).splitlines()[0]}; {_FIX}",
+            f"malformed `# @schema` annotation of `{'.'.join(path)}`: {_yaml_problem(exc)}; {_FIX}",
         ) from exc
     if not isinstance(data, dict) or not data:
         raise AnnotationError(
@@ -195,6 +194,13 @@ def _annotation(
             f"(got {type(data).__name__}): {_FIX}",
         )
     return {str(k): v for k, v in data.items()}, where
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The YAML error in one line, without the marks that point into the joined annotation."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        return ": ".join(part for part in (exc.context, exc.problem) if part)
+    return str(exc).splitlines()[0]
 
 
 def _refuse_orphans(lines: list[str], used: set[int], file: str) -> None:
