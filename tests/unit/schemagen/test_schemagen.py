@@ -341,3 +341,21 @@ def test_output_is_deterministic_and_sorted(tmp_path: Path) -> None:
     assert generate_chart(forward) == first
     data = json.loads(first)
     assert first == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_required_and_nullable_reference() -> None:
+    schema = schema_of(
+        """
+        # @schema {required: [name]}
+        # -- A secret reference.
+        secret:
+          # -- Secret name.
+          name: creds
+        # @schema {$ref: dnsSubdomain, nullable: true}
+        # -- An optional name.
+        other: null
+        """
+    )
+    assert accepts(schema, {"secret": {"name": "x"}, "other": None})
+    assert not accepts(schema, {"secret": {}}), "required key missing"
+    assert accepts(schema, {"other": "a.b"}) and not accepts(schema, {"other": "A_B"})
