@@ -74,20 +74,23 @@ class Key:
 
 
 def read_values(text: str, file: str) -> Key:
-    """The root of ``text`` (a values.yaml named ``file`` in messages) as a :class:`Key` tree."""
+    """The root of ``text`` (a values.yaml named ``file`` in messages) as a :class:`Key` tree.
+
+    A key is named by its text as written (``true:`` is the key ``"true"``, as Helm reads it,
+    not YAML 1.1's boolean), and each default is built from its own node."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        values = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         raise AnnotationError(file, line, f"not valid YAML ({exc}); fix the file") from exc
-    if values is None:
-        values, node = {}, None
-    if not isinstance(values, dict) or not isinstance(node, (yaml.MappingNode, type(None))):
-        raise AnnotationError(file, 1, "the values root must be a mapping")
-    reader = _Reader(text.splitlines(), file, set())
-    root = Key((), 1, values, Doc(None, None, None, None), reader.children(node, values, ()))
+    if node is not None and not isinstance(node, yaml.MappingNode):
+        raise AnnotationError(file, node.start_mark.line + 1, "the values root must be a mapping")
+    reader = _Reader(text.splitlines(), file, set(), yaml.SafeLoader(""))
+    children = reader.children(node, ())
+    root = Key(
+        (), 1, {c.path[-1]: c.value for c in children}, Doc(None, None, None, None), children
+    )
     _refuse_orphans(reader.lines, reader.used, file)
     return root
 
@@ -98,19 +101,28 @@ class _Reader:
     file: str
     used: set[int]
     """0-based lines of the annotations read so far."""
+    loader: yaml.SafeLoader
+    """Builds each default from its node."""
 
-    def children(
-        self, node: yaml.Node | None, values: dict[str, Any], path: tuple[str, ...]
-    ) -> tuple[Key, ...]:
+    def children(self, node: yaml.Node | None, path: tuple[str, ...]) -> tuple[Key, ...]:
         if not isinstance(node, yaml.MappingNode):
             return ()
         out = []
         for key_node, value_node in node.value:
             name = str(key_node.value)
             line = key_node.start_mark.line
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise AnnotationError(
+                    self.file,
+                    line + 1,
+                    "YAML merge keys (`<<`) are not supported: write the keys out",
+                )
             doc = _doc(self.lines, line, self.file, self.used, (*path, name))
-            value = values.get(name)
-            sub = self.children(value_node, value, (*path, name)) if isinstance(value, dict) else ()
+            if isinstance(value_node, yaml.MappingNode):
+                sub = self.children(value_node, (*path, name))
+                value: Any = {c.path[-1]: c.value for c in sub}
+            else:
+                sub, value = (), self.loader.construct_object(value_node, deep=True)
             out.append(Key((*path, name), line + 1, value, doc, sub))
         return tuple(out)
 

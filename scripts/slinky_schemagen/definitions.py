@@ -8,6 +8,8 @@ remote ``$ref``).
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +59,12 @@ def refs_in(node: Any) -> set[str]:
 
 
 def load_shared(path: Path = SHARED_FILE) -> dict[str, Any]:
-    """Name -> schema of every shared definition, ``$ref`` names expanded."""
+    """Name -> schema of every shared definition, ``$ref`` names expanded (a fresh copy)."""
+    return copy.deepcopy(_load(path))
+
+
+@functools.cache
+def _load(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:

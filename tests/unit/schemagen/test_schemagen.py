@@ -267,6 +267,9 @@ BAD = [
         id="below-doc",
     ),
     pytest.param("# -- A.\na: 1\n\n# @schema {minimum: 1}\n", 4, "belongs to no key", id="orphan"),
+    pytest.param(
+        "# -- A.\nbase: &b {x: 1}\n# -- C.\nc:\n  <<: *b\n", 5, "merge keys", id="merge-key"
+    ),
     pytest.param("# -- A.\na: []\n", 2, "empty list", id="empty-list"),
     pytest.param("# -- A.\na: {}\n", 2, "empty map", id="empty-map"),
     pytest.param("# -- A.\na: null\n", 2, "defaults to null", id="null"),
@@ -359,3 +362,19 @@ def test_required_and_nullable_reference() -> None:
     assert accepts(schema, {"secret": {"name": "x"}, "other": None})
     assert not accepts(schema, {"secret": {}}), "required key missing"
     assert accepts(schema, {"other": "a.b"}) and not accepts(schema, {"other": "A_B"})
+
+
+def test_keys_are_named_as_written() -> None:
+    """`true:` and `1:` are the keys "true" and "1" (as Helm reads them), not YAML 1.1 scalars."""
+    schema = schema_of(
+        """
+        # -- Labels that look like other scalars.
+        looks:
+          # -- A key spelled like a boolean.
+          true: yes
+          # -- A key spelled like a number.
+          1: x
+        """
+    )
+    assert accepts(schema, {"looks": {"true": False, "1": "y"}})
+    assert not accepts(schema, {"looks": {"true": "no"}}), "yes is YAML 1.1's boolean true"
