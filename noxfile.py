@@ -33,9 +33,11 @@ def _install(session: nox.Session, *groups: str) -> None:
     session.install("-e", ".", *dict.fromkeys(requirements))
 
 
-def _tools(session: nox.Session, *names: str) -> None:
+def _tools(session: nox.Session, *names: str) -> Path:
     """Build or reuse the pinned Go tools and put them first on PATH. The build runs in the
-    open, so a cold one shows what it builds and its progress; the PATH is read afterwards."""
+    open, so a cold one shows what it builds and its progress; the PATH is read afterwards.
+    Returns the tools' folder: ``session.run`` looks a program up on the process's own PATH,
+    not the session's, so a session that runs a tool itself names it by its full path."""
     # `install` with no names means every tool (the control plane's kubectl too); `path` with no
     # names means the lint tools, which is what a session that names none needs.
     session.run(
@@ -45,7 +47,9 @@ def _tools(session: nox.Session, *names: str) -> None:
         "python", "-m", "slinky_harness.build.toolchain", "path", *names, silent=True
     )
     assert isinstance(prefix, str)
-    session.env["PATH"] = f"{prefix.strip().splitlines()[-1]}{os.pathsep}{os.environ['PATH']}"
+    folder = prefix.strip().splitlines()[-1]
+    session.env["PATH"] = f"{folder}{os.pathsep}{os.environ['PATH']}"
+    return Path(folder)
 
 
 def _prebuild(session: nox.Session) -> None:
@@ -136,11 +140,12 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def docs(session: nox.Session) -> None:
-    """Regenerate generated files: chart READMEs (helm-docs) and the slinky.slurm.net CRDs."""
-    _install(session, "crdgen")
-    _tools(session, "helm-docs")
+    """Regenerate generated files: values schemas, chart READMEs (helm-docs) and the CRDs."""
+    _install(session, "crdgen", "schemagen")
+    tools = _tools(session, "helm-docs")
+    session.run("python", "-m", "slinky_schemagen")
     session.run("python", "-m", "slinky_crdgen")
-    session.run("helm-docs", "--chart-search-root", "charts")
+    session.run(str(tools / "helm-docs"), "--chart-search-root", "charts", external=True)
 
 
 @nox.session(default=False)

@@ -37,7 +37,8 @@ sys.argv[0] = module
 try:
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 finally:
-    loaded = sorted({m.partition(".")[0] for m in sys.modules} & {"slinky_harness", "slinky_crdgen"})
+    tools = {"slinky_harness", "slinky_crdgen", "slinky_schemagen"}
+    loaded = sorted({m.partition(".")[0] for m in sys.modules} & tools)
     print("loaded:", ",".join(loaded), file=sys.stderr)
 """
 """``python -c WITHOUT_EXTRA MODULE ARGS...``: ``python -m MODULE ARGS...`` without the extra."""
@@ -62,6 +63,11 @@ def imported_roots(package: str) -> dict[str, set[str]]:
     [
         pytest.param("slinky_topology", {"slinky_harness", "slinky_crdgen", "tests"}, id="product"),
         pytest.param("slinky_crdgen", {"slinky_harness", "slinky_topology", "tests"}, id="crdgen"),
+        pytest.param(
+            "slinky_schemagen",
+            {"slinky_harness", "slinky_topology", "slinky_crdgen", "tests"},
+            id="schemagen",
+        ),
     ],
 )
 def test_packages_import_only_what_they_may(package: str, forbidden: set[str]) -> None:
@@ -91,7 +97,7 @@ def test_the_topology_cli_works_without_the_labeler_extra(tmp_path: Path) -> Non
     assert from_nodes.returncode == 0, from_nodes.stderr
     assert "gpu0001" in from_nodes.stdout
     for proc in (built_in, from_nodes):
-        assert proc.stderr.strip().splitlines()[-1] == "loaded:", "no harness, no CRD generator"
+        assert proc.stderr.strip().splitlines()[-1] == "loaded:", "no harness, no generators"
 
 
 def test_from_cluster_without_the_labeler_extra_names_it() -> None:
