@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import fnmatch
 import hashlib
 import json
 import os
@@ -406,16 +405,27 @@ def upstream_chart(chart: str) -> Path:
 
 @dataclass(frozen=True)
 class Intentional:
-    """A difference from upstream that is meant: objects of ``kind`` (glob), at ``path`` (glob)."""
+    """A difference from upstream that is meant: objects of ``kind``, at ``path`` (both patterns
+    in which ``*`` stands for any text)."""
 
     kind: str
     path: str
     reason: str
 
+    @property
+    def key(self) -> str:
+        """How an outcome names this entry: ``<kind> <path>``."""
+        return f"{self.kind} {self.path}"
+
     def covers(self, difference: Difference) -> bool:
-        return fnmatch.fnmatchcase(difference.kind, self.kind) and fnmatch.fnmatchcase(
-            difference.path, self.path
-        )
+        return _glob(self.kind, difference.kind) and _glob(self.path, difference.path)
+
+
+def _glob(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches ``pattern``, where only ``*`` is special (any text, dots and
+    brackets too): paths hold brackets, which ``fnmatch`` would read as character classes."""
+    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.fullmatch(regex, text, flags=re.DOTALL) is not None
 
 
 INTENTIONAL_DIFFERENCES: tuple[Intentional, ...] = (
@@ -476,10 +486,12 @@ def _diff_fields(upstream: Any, ours: Any, path: str) -> Iterable[tuple[str, str
     """``(path, upstream, ours)`` for every field upstream sets that ours does not equal."""
     if isinstance(upstream, dict) and isinstance(ours, dict):
         for key, value in upstream.items():
-            if key not in ours:
-                yield _join(path, key), _short(value), "unset"
-            else:
+            if key in ours:
                 yield from _diff_fields(value, ours[key], _join(path, key))
+            elif isinstance(value, dict):  # name each field ours lacks, down to the leaves
+                yield from _diff_fields(value, {}, _join(path, key))
+            else:
+                yield _join(path, key), _short(value), "unset"
     elif isinstance(upstream, list) and isinstance(ours, list) and len(upstream) == len(ours):
         for index, (up, our) in enumerate(zip(upstream, ours, strict=True)):
             yield from _diff_fields(up, our, _join(path, index))
@@ -517,12 +529,45 @@ def _pair(
     return pairs, left, right
 
 
+def _flags(args: Any) -> dict[str, list[str]]:
+    """Command-line arguments by flag: ``--a b`` and ``--a=b`` are the same flag and value (to
+    Go's ``flag`` and ``pflag`` alike) and flags may come in any order; a flag given twice keeps
+    both values, in order; a bare word that follows no flag is listed under ``""``."""
+    out: dict[str, list[str]] = {}
+    words = [str(word) for word in args or []]
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if not word.startswith("-"):
+            out.setdefault("", []).append(word)
+            continue
+        flag, equals, value = word.partition("=")
+        if not equals and index < len(words) and not words[index].startswith("-"):
+            value = words[index]
+            index += 1
+        out.setdefault(flag, []).append(value)
+    return out
+
+
+def _env(env: Any) -> dict[str, Any]:
+    """Environment variables by name (their order does not matter to the process)."""
+    return {
+        str(item.get("name")): {k: v for k, v in item.items() if k != "name"} for item in env or []
+    }
+
+
 def _containers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A Deployment's containers: their name, image, args and env."""
+    """A Deployment's containers: their name, image, arguments by flag and environment by name."""
     template = _mapping(_mapping(doc.get("spec"), "spec").get("template"), "spec.template")
     spec = _mapping(template.get("spec"), "spec.template.spec")
     return [
-        {k: container.get(k) for k in ("name", "image", "args", "env")}
+        {
+            "name": container.get("name"),
+            "image": container.get("image"),
+            "args": _flags(container.get("args")),
+            "env": _env(container.get("env")),
+        }
         for container in spec.get("containers") or []
     ]
 
@@ -596,7 +641,8 @@ Status = Literal["upstream refuses", "not accepted", "equal", "different"]
 @dataclass
 class Outcome:
     """What one case gave: its status, why it was refused (each schema violation, else the first
-    line of Helm's error), its differences (and the intentional ones it had)."""
+    line of Helm's error), its differences, and the :attr:`Intentional.key` of every intentional
+    difference that covered one of its differences."""
 
     case: str
     status: Status
@@ -739,11 +785,20 @@ class _UpstreamRenders:
         return result
 
 
-def _documents(result: client.HelmResult) -> list[dict[str, Any]] | list[str]:
-    """The rendered documents, or (strings) why they cannot be had."""
+def _documents(result: client.HelmResult) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rendered documents (possibly none), or why there are none (a non-empty list)."""
     if not result.ok:
-        return refusals(result.stderr)
-    return result.docs
+        return [], refusals(result.stderr)
+    return result.docs, []
+
+
+def _parsed(
+    render: Callable[[], client.HelmResult], who: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    try:
+        return _documents(render())
+    except yaml.YAMLError as exc:
+        return [], [f"{who} output is not YAML: {str(exc).splitlines()[0]}"]
 
 
 def measure_case(
@@ -753,28 +808,25 @@ def measure_case(
     intentional: Sequence[Intentional],
 ) -> Outcome:
     """Render ``case`` with upstream's chart and ours, and compare."""
-    try:
-        upstream = _documents(upstream_renders.render(case))
-    except yaml.YAMLError as exc:
-        upstream = [f"upstream's output is not YAML: {str(exc).splitlines()[0]}"]
-    if not upstream or isinstance(upstream[0], str):
-        return Outcome(case.id, "upstream refuses", [str(r) for r in upstream])
-    try:
-        ours = _documents(_render(spec.our_path, case))
-    except yaml.YAMLError as exc:
-        ours = [f"our output is not YAML: {str(exc).splitlines()[0]}"]
-    if not ours or isinstance(ours[0], str):
-        return Outcome(case.id, "not accepted", [str(r) for r in ours])
-    differences: list[Difference] = []
-    meant: list[Difference] = []
+    upstream, refused = _parsed(lambda: upstream_renders.render(case), "upstream's")
+    if refused:
+        return Outcome(case.id, "upstream refuses", refused)
+    ours, refused = _parsed(lambda: _render(spec.our_path, case), "our")
+    if refused:
+        return Outcome(case.id, "not accepted", refused)
+    differences: list[str] = []
+    meant: set[str] = set()
     for difference in compare(upstream, ours, deployments=spec.deployments):
         covering = next((i for i in intentional if i.covers(difference)), None)
-        (differences if covering is None else meant).append(difference)
+        if covering is None:
+            differences.append(str(difference))
+        else:
+            meant.add(covering.key)
     return Outcome(
         case.id,
         "different" if differences else "equal",
-        differences=[str(d) for d in differences],
-        intentional=[f"{d.kind} {d.path}" for d in meant],
+        differences=differences,
+        intentional=sorted(meant),
     )
 
 
