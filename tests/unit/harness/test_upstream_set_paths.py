@@ -227,7 +227,7 @@ def test_deployments_compare_image_flags_in_any_spelling_and_env_by_name() -> No
 
 
 def test_an_intentional_difference_covers_kind_and_path_globs() -> None:
-    entry = upstream.Intentional("*", '*labels["helm.sh/chart"]', "chart names differ")
+    entry = upstream.Intentional("*", '*labels["helm.sh/chart"]', "names differ", ("slurm",))
     label = upstream.Difference("Controller", "c", 'metadata.labels["helm.sh/chart"]', "a", "b")
     other = upstream.Difference("Controller", "c", "spec.x", "a", "b")
     assert entry.covers(label)
