@@ -266,6 +266,35 @@ class TestCase:
     values: dict[str, Any]
     release: str = client.DEFAULT_RELEASE
     namespace: str = client.DEFAULT_NAMESPACE
+    kube_version: str | None = None
+    """``capabilities.majorVersion``/``minorVersion`` as ``1.30`` (None: Helm's default)."""
+    api_versions: tuple[str, ...] = ()
+    """``capabilities.apiVersions``, announced beside Helm's built-in ones."""
+
+    def helm_args(self) -> list[str]:
+        """The ``helm template`` options this case's release and capabilities stand for."""
+        args = ["--namespace", self.namespace]
+        if self.kube_version:
+            args += ["--kube-version", self.kube_version]
+        for api in self.api_versions:
+            args += ["--api-versions", api]
+        return args
+
+
+def _capabilities(
+    test: dict[str, Any], suite: dict[str, Any]
+) -> tuple[str | None, tuple[str, ...]]:
+    """helm-unittest's capabilities of a test: its Kubernetes version when it gives both major
+    and minor, else the suite's; its API versions followed by the suite's."""
+    own = _mapping(test.get("capabilities"), "capabilities")
+    shared = _mapping(suite.get("capabilities"), "capabilities")
+    kube = None
+    for layer in (own, shared):
+        if layer.get("majorVersion") and layer.get("minorVersion"):
+            kube = f"{layer['majorVersion']}.{layer['minorVersion']}"
+            break
+    apis = [*(own.get("apiVersions") or []), *(shared.get("apiVersions") or [])]
+    return kube, tuple(str(api) for api in apis)
 
 
 def _mapping(raw: Any, where: str) -> dict[str, Any]:
@@ -307,6 +336,7 @@ def load_cases(chart: str, suite: Path) -> list[TestCase]:
         )
         values = apply_set(values, _mapping(raw.get("set"), f"{suite}: set"))
         values = apply_set(values, _mapping(test.get("set"), f"{where}.set"))
+        kube, apis = _capabilities(test, raw)
         cases.append(
             TestCase(
                 chart=chart,
@@ -314,6 +344,8 @@ def load_cases(chart: str, suite: Path) -> list[TestCase]:
                 values=values,
                 release=_release(test, raw, "name", client.DEFAULT_RELEASE),
                 namespace=_release(test, raw, "namespace", client.DEFAULT_NAMESPACE),
+                kube_version=kube,
+                api_versions=apis,
             )
         )
     return cases
@@ -745,13 +777,13 @@ def _parse(text: str) -> list[dict[str, Any]]:
 
 
 def _render(chart: Path, case: TestCase) -> client.HelmResult:
-    """``helm template`` of ``chart`` for ``case`` (Helm's built-in API versions only, as
-    helm-unittest has them); documents parsed when it succeeds."""
+    """``helm template`` of ``chart`` for ``case`` (Helm's built-in API versions and the case's
+    own, as helm-unittest has them); documents parsed when it succeeds."""
     with tempfile.TemporaryDirectory(prefix="upstream-values-") as tmp:
         values = Path(tmp) / "values.json"
         values.write_text(client.values_text(case.values), encoding="utf-8")
-        args = ["template", case.release, str(chart), "--namespace", case.namespace]
-        result = client.run([*args, "-f", str(values)])
+        args = ["template", case.release, str(chart), *case.helm_args(), "-f", str(values)]
+        result = client.run(args)
     if result.ok:
         result.docs = _parse(result.stdout)
     return result
@@ -760,7 +792,8 @@ def _render(chart: Path, case: TestCase) -> client.HelmResult:
 @dataclass(frozen=True)
 class _UpstreamRenders:
     """Upstream's renders, cached in the suite cache: upstream's archive never changes, so a
-    render is keyed by the archive's digest, the helm binary, the values, release and namespace."""
+    render is keyed by the archive's digest, the helm binary, the values, the release and the
+    ``helm template`` options (namespace, capabilities)."""
 
     archive: Path
     folder: Path
@@ -773,7 +806,8 @@ class _UpstreamRenders:
         return cls(archive, cache_root() / "upstream-charts" / "renders", f"{digest}\0{helm}")
 
     def render(self, case: TestCase) -> client.HelmResult:
-        key = "\0".join((self.salt, client.values_text(case.values), case.release, case.namespace))
+        parts = (self.salt, client.values_text(case.values), case.release, *case.helm_args())
+        key = "\0".join(parts)
         path = self.folder / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))

@@ -98,6 +98,10 @@ release:
   name: rel-a
   namespace: ns-a
 values: [suite-values.yaml]
+capabilities:
+  majorVersion: "1"
+  minorVersion: "30"
+  apiVersions: [a.example/v1]
 set:
   shared.level: suite
   shared.suite: true
@@ -112,6 +116,8 @@ tests:
       date: 2024-01-02
     release:
       name: rel-b
+    capabilities:
+      apiVersions: [b.example/v1]
     asserts: [{notFailedTemplate: {}}]
 """
 
@@ -133,6 +139,12 @@ def test_a_suite_layers_values_files_then_the_suites_set_then_the_tests(tmp_path
         "date": "2024-01-02",
     }
     assert (second.release, second.namespace) == ("rel-b", "ns-a")
+    # capabilities: the suite's Kubernetes version; the test's API versions, then the suite's
+    assert first.helm_args() == [
+        *("--namespace", "ns-a", "--kube-version", "1.30", "--api-versions", "a.example/v1")
+    ]
+    assert second.kube_version == "1.30"
+    assert second.api_versions == ("b.example/v1", "a.example/v1")
 
 
 def test_a_file_that_is_no_suite_is_an_error_that_names_it(tmp_path: Path) -> None:
