@@ -9,15 +9,13 @@ before the value), a key that holds dots is written in brackets where a key is e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from slinky_harness.helm import upstream
+from slinky_harness.helm import client, upstream
 from slinky_harness.helm.upstream import SetPathError, apply_set, build_set_value, parse_set_path
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 VALUE = {"foo": "bar"}
 
@@ -286,3 +284,43 @@ def test_the_floor_file_is_checked_and_a_count_below_it_is_reported(tmp_path: Pa
     floor_file.write_text("slurm-cluster: {accepted: 2, equal: 0}\n")
     with pytest.raises(upstream.UpstreamError, match="'slurm-cluster' is not an upstream chart"):
         upstream.load_floor(floor_file)
+
+
+def test_a_folder_reference_gives_its_archive_and_names_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "slurm-1.2.1.tgz").write_bytes(b"archive")
+    monkeypatch.setenv(upstream.REFERENCE_ENV, str(tmp_path))
+    assert upstream.upstream_chart("slurm") == tmp_path / "slurm-1.2.1.tgz"
+    with pytest.raises(upstream.UpstreamError, match=r"no slurm-bridge-1\.2\.1\.tgz there"):
+        upstream.upstream_chart("slurm-bridge")
+
+
+def test_an_oci_reference_is_pulled_once_into_the_suite_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pulls: list[tuple[str, ...]] = []
+
+    class FakeHelm:
+        def run(self, *args: str, check: bool = True) -> client.HelmResult:
+            pulls.append(args)
+            destination = Path(args[args.index("--destination") + 1])
+            if "fails" not in args[1]:
+                (destination / "slurm-1.2.1.tgz").write_bytes(b"pulled")
+                return client.HelmResult(list(args), 0, "", "")
+            return client.HelmResult(list(args), 1, "", "Error: unreachable")
+
+    monkeypatch.setattr(client.Helm, "pinned", classmethod(lambda cls: FakeHelm()))
+    monkeypatch.setenv("SLINKY_SUITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(upstream.REFERENCE_ENV, "oci://registry.example/charts/")
+    first = upstream.upstream_chart("slurm")
+    assert upstream.upstream_chart("slurm") == first
+    assert first.read_bytes() == b"pulled"
+    assert first.is_relative_to(tmp_path / "cache" / "upstream-charts")
+    assert pulls == [
+        ("pull", "oci://registry.example/charts/slurm", "--version", "1.2.1", "--destination",
+         pulls[0][-1]),
+    ]  # fmt: skip
+    monkeypatch.setenv(upstream.REFERENCE_ENV, "oci://fails.example/charts")
+    with pytest.raises(upstream.UpstreamError, match=r"Error: unreachable.*SLINKY_UPSTREAM_CHARTS"):
+        upstream.upstream_chart("slurm")
