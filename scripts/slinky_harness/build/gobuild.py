@@ -45,8 +45,12 @@ def go_env() -> dict[str, str]:
     return env
 
 
-def module_dir(module: str, version: str) -> Path:
-    """Download ``module@version`` through the Go module proxy and return its folder."""
+def module_dir(module: str, version: str, *, within: Path | None = None) -> Path:
+    """Download ``module@version`` through the Go module proxy and return its folder.
+
+    ``within``: a Go module folder whose ``go.sum`` pins the module's hashes (``tools/`` for the
+    Slinky modules); the download is checked against those instead of the public checksum
+    database, which a private proxy such as CI's ``shared/goproxy`` cannot answer for."""
     go = shutil.which("go")
     if go is None:
         raise BuildError(f"{module}@{version}: no 'go' command on PATH; install Go 1.26 or newer")
@@ -56,7 +60,7 @@ def module_dir(module: str, version: str) -> Path:
             capture_output=True,
             text=True,
             env=go_env(),
-            cwd=tempfile.gettempdir(),
+            cwd=within if within is not None else tempfile.gettempdir(),
             check=False,
         )
     try:

@@ -1,0 +1,132 @@
+"""How far our charts are from drop-in successors of upstream Slinky's v1.2.1 charts.
+
+For each upstream chart (``slurm``, ``slurm-operator``, ``slurm-bridge``) and ours that succeeds it,
+renders upstream's defaults and every test overlay of upstream's helm-unittest suites with both
+charts (:mod:`slinky_harness.helm.upstream` says how) and prints per chart: the cases, how many
+upstream renders, how many ours accepts, and of those how many render equal or different Slinky
+resources. It is a measurement: it exits 0 unless it could not run, or, with
+``--min-accepted-file``, when a count fell below that file's floor.
+
+Usage::
+
+    python -m slinky_harness.apps.upstream_conformance [--chart slurm] [--verbose] [--json out.json]
+    python -m slinky_harness.apps.upstream_conformance \\
+        --min-accepted-file tests/render/upstream_conformance_floor.yaml
+
+``SLINKY_UPSTREAM_CHARTS`` names where upstream's charts come from (default
+``oci://ghcr.io/slinkyproject/charts``; a folder holding ``<name>-1.2.1.tgz`` works too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from slinky_harness.core.errors import HarnessError
+from slinky_harness.core.files import write_atomic
+from slinky_harness.core.progress import elapsed, heartbeat
+from slinky_harness.helm import upstream
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+COLUMNS = ("cases", "upstream_renders", "accepted", "equal", "different")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m slinky_harness.apps.upstream_conformance",
+        description="Render upstream Slinky's charts and ours side by side for upstream's cases.",
+    )
+    parser.add_argument(
+        "--chart",
+        action="append",
+        choices=list(upstream.CHARTS),
+        help="an upstream chart to measure (repeatable; default: all three)",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="print every case ours refuses or renders otherwise"
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write every outcome as JSON")
+    parser.add_argument(
+        "--min-accepted-file",
+        type=Path,
+        metavar="FILE",
+        help="floor file (tests/render/upstream_conformance_floor.yaml): exit 1 below it",
+    )
+    parser.add_argument("--workers", type=int, default=None, help="renders at once (default: CPUs)")
+    return parser
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _measure(chart: str, workers: int | None) -> upstream.ChartReport:
+    started = time.monotonic()
+    _log(f"{chart}: reading upstream's suites and chart ({upstream.reference()})")
+    upstream.upstream_chart(chart)
+    cases = len(upstream.all_cases(chart))
+    with heartbeat(
+        f"{chart}: rendering {cases} cases with upstream's chart and ours", "under 1 min"
+    ):
+        report = upstream.measure(chart, workers=workers)
+    _log(f"{chart}: measured in {elapsed(time.monotonic() - started)}")
+    return report
+
+
+def print_report(reports: Sequence[upstream.ChartReport], verbose: bool, out: TextIO) -> None:
+    """The table, the commonest refusals per chart and, when ``verbose``, every failing case."""
+    print(f"{'upstream -> ours':34} " + " ".join(f"{c:>16}" for c in COLUMNS), file=out)
+    for report in reports:
+        counts = report.counts()
+        name = f"{report.chart} -> {report.ours}"
+        print(f"{name:34} " + " ".join(f"{counts[c]:>16}" for c in COLUMNS), file=out)
+    for report in reports:
+        top = report.top_reasons()
+        if top:
+            print(f"\n{report.chart}: commonest reasons ours refuses a case", file=out)
+            for reason, count in top:
+                print(f"  {count:4}  {reason}", file=out)
+    if verbose:
+        for report in reports:
+            print_failures(report, out)
+
+
+def print_failures(report: upstream.ChartReport, out: TextIO) -> None:
+    """Every case of ``report`` that ours refuses or renders otherwise than upstream."""
+    for outcome in report.outcomes:
+        if outcome.status == "not accepted":
+            print(f"\n{report.chart} {outcome.case}: NOT ACCEPTED", file=out)
+            for reason in outcome.reasons:
+                print(f"    {reason}", file=out)
+        elif outcome.status == "different":
+            print(f"\n{report.chart} {outcome.case}: DIFFERENT", file=out)
+            for difference in outcome.differences:
+                print(f"    {difference}", file=out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        floor = upstream.load_floor(args.min_accepted_file) if args.min_accepted_file else {}
+        reports = [_measure(chart, args.workers) for chart in args.chart or upstream.CHARTS]
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print_report(reports, args.verbose, sys.stdout)
+    if args.json is not None:
+        document = {"reference": upstream.reference(), "charts": [r.as_json() for r in reports]}
+        write_atomic(args.json, json.dumps(document, indent=1, sort_keys=True) + "\n")
+    failures = [line for report in reports for line in upstream.below_floor(report, floor)]
+    for line in failures:
+        print(f"error: below the floor of {args.min_accepted_file}: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

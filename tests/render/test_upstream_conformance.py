@@ -1,0 +1,88 @@
+"""Upstream conformance: our charts against upstream Slinky's v1.2.1 charts, as a ratchet.
+
+Upstream's charts come from ``SLINKY_UPSTREAM_CHARTS`` (default: upstream's OCI registry; CI
+points it at ``shared/upstream-charts``) and upstream's helm-unittest suites from the Go module
+cache (``go mod download``, with CI's ``GOPROXY``); nothing of upstream is in this repository.
+:mod:`slinky_harness.helm.upstream` says how the cases are made and compared. Each chart's counts
+are printed (``pytest -s`` shows them; ``python -m slinky_harness.apps.upstream_conformance
+--verbose`` says why each case fails) and must not fall below ``upstream_conformance_floor.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from slinky_harness.helm import client, upstream
+
+FLOOR = Path(__file__).with_name("upstream_conformance_floor.yaml")
+CHARTS = list(upstream.CHARTS)
+
+KNOWN_SUITES = {
+    "slurm": {"controller_test.yaml", "nodeset_test.yaml", "partitions_test.yaml"},
+    "slurm-operator": {"operator_deployment_test.yaml", "webhook_deployment_test.yaml"},
+    "slurm-bridge": {"admission_test.yaml", "controllers_test.yaml", "scheduler_test.yaml"},
+}
+"""Suites upstream's v1.2.1 has for each chart (its helm/<chart>/tests/ folders): a subset, to
+show the suites found are upstream's and not some other folder's."""
+
+
+def _raw_tests(path: Path) -> list[dict[str, Any]]:
+    """The entries of a suite's ``tests:`` as plain YAML reads them, apart from the harness."""
+    tests = yaml.safe_load(path.read_text(encoding="utf-8"))["tests"]
+    assert isinstance(tests, list)
+    return tests
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_the_cases_are_upstreams_defaults_and_one_per_test_of_its_suites(chart: str) -> None:
+    """One case for upstream's defaults, then one per entry of each suite's ``tests:`` (counted
+    here from the raw files), each test with a ``set:`` giving a non-empty values overlay."""
+    files = upstream.suite_files(chart)
+    assert KNOWN_SUITES[chart] <= {f.name for f in files}
+    raw = [test for path in files for test in _raw_tests(path)]
+    cases = upstream.all_cases(chart)
+    assert len(cases) == 1 + len(raw)
+    assert cases[0].id == "defaults"
+    assert cases[0].values == {}
+    for case, test in zip(cases[1:], raw, strict=True):
+        assert case.id.endswith(str(test.get("it", "")))
+        assert bool(case.values) == bool(test.get("set") or test.get("values")), case.id
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_upstreams_chart_renders_its_defaults(chart: str) -> None:
+    """Upstream's own chart, as the reference gives it, renders with its defaults."""
+    result = client.template(upstream.upstream_chart(chart), {}, api_versions=())
+    assert result.ok, result.describe()
+    kinds = {doc.get("kind") for doc in result.docs}
+    assert kinds >= ({"Controller", "RestApi"} if chart == "slurm" else {"Deployment"})
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_conformance_never_goes_below_its_floor(chart: str) -> None:
+    """Of upstream's cases, ours accepts and renders equal at least as many as the floor says;
+    every intentional difference for this chart still covers a difference."""
+    report = upstream.measure(chart)
+    counts = report.counts()
+    print(f"\n{chart} -> {report.ours}: {counts}")
+    for reason, count in report.top_reasons():
+        print(f"  {count:4}  {reason}")
+    assert counts["upstream_renders"] > 0, f"upstream's {chart} rendered none of its cases"
+    floor = upstream.load_floor(FLOOR)
+    assert chart in floor, f"{FLOOR.name} has no floor for {chart}; add {counts}"
+    assert upstream.below_floor(report, floor) == [], (
+        f"{chart}: {counts}; fewer of upstream's cases accepted or equal than {FLOOR.name} "
+        "says; python -m slinky_harness.apps.upstream_conformance --verbose says which and why"
+    )
+    used = {key for outcome in report.outcomes for key in outcome.intentional}
+    stale = [
+        i.key for i in upstream.INTENTIONAL_DIFFERENCES if chart in i.charts and i.key not in used
+    ]
+    assert stale == [], f"intentional differences that no longer occur for {chart}; delete them"
+    above = {k: counts[k] for k in upstream.FLOOR_KEYS if counts[k] > floor[chart][k]}
+    if above:
+        print(f"  above the floor: raise {chart} in {FLOOR.name} to {above}")
