@@ -330,6 +330,36 @@ def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict
     )
 
 
+def _wait_slurm_conf(
+    cluster: Cluster, name: str, namespace: str, partitions: set[str]
+) -> dict[str, Any]:
+    """The operator's slurm.conf ConfigMap once it names every partition in ``partitions``.
+
+    The operator writes the file as soon as it reconciles the Controller and rewrites it as its
+    cache learns the NodeSets: a first version without the NodeSets' own partitions is not an
+    error (seen when the Controller was reconciled before the NodeSets reached the cache)."""
+    seen: list[str] = []
+
+    def fetch() -> dict[str, Any] | None:
+        proc = support.kubectl(cluster, "get", "configmap", name, "-n", namespace, "-o", "yaml")
+        if proc.returncode != 0:
+            return None
+        config: dict[str, Any] = yaml.safe_load(proc.stdout)
+        conf = (config.get("data") or {}).get("slurm.conf", "")
+        seen[:] = re.findall(r"^PartitionName=(\S+)", conf, re.M)
+        return config if partitions <= set(seen) else None
+
+    found: dict[str, Any] = wait_for(
+        fetch,
+        timeout=60,
+        what=f"the operator's configmap/{name} in {namespace} to name partitions "
+        f"{sorted(partitions)}",
+        every=0.5,
+        detail=lambda: f"partitions in slurm.conf: {seen}",
+    )
+    return found
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
@@ -452,7 +482,11 @@ def reconcile_and_load(  # noqa: PLR0917
     spec = controller["spec"]
     create_user_references(op_cluster, namespace, objects)
 
-    config = _wait_object(op_cluster, "configmap", f"{name}-config", namespace)
+    if spec.get("external"):
+        wanted: dict[str, set[str]] = {}
+    else:
+        wanted = expected_partitions(values)
+    config = _wait_slurm_conf(op_cluster, f"{name}-config", namespace, set(wanted))
     slurm_conf = config["data"]["slurm.conf"]
     owners = {o["kind"] for o in config["metadata"].get("ownerReferences", [])}
     assert "Controller" in owners, config["metadata"]
@@ -478,9 +512,6 @@ def reconcile_and_load(  # noqa: PLR0917
         # partitions: the operator writes no NodeSet or partition lines for it.
         host = spec["externalConfig"]["host"]
         assert re.search(rf"^SlurmctldHost=.*{re.escape(host)}", slurm_conf, re.M), slurm_conf
-        wanted: dict[str, set[str]] = {}
-    else:
-        wanted = expected_partitions(values)
     # Slurm nodes of an external slurmctld register there, not in this file's controller.
     nodesets = [] if spec.get("external") else [d for d in objects if d["kind"] == "NodeSet"]
     with contextlib.ExitStack() as stack:
@@ -597,9 +628,17 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
 
     some_node_fits = any(_fits(n, selector, {}, affinity) for n in nodes)
 
-    def refused(pod: dict[str, Any]) -> bool:
-        conditions = pod.get("status", {}).get("conditions", [])
-        return any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+    def refused_uids() -> set[str]:
+        """Pods the scheduler refused, from its FailedScheduling events. Not from the pods'
+        PodScheduled=False condition: the operator writes its own pod conditions
+        (``SlurmNodeStateIdle`` once slurmctld knows the node) from the pod it last read, and
+        that write can drop the scheduler's condition, which the scheduler does not set again."""
+        events = cluster.kubectl_json("get", "events", "-n", namespace)["items"]
+        return {
+            e["involvedObject"].get("uid", "")
+            for e in events
+            if e.get("reason") == "FailedScheduling" and e["involvedObject"].get("kind") == "Pod"
+        }
 
     def settled() -> str:
         pods = _pods_of(cluster, namespace, name)
@@ -607,12 +646,20 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
             return f"{len(pods)}/{replicas} pods created"
         if some_node_fits:  # every pod placed
             waiting = [p for p in pods if not p["spec"].get("nodeName")]
-        else:  # every pod refused by the scheduler
-            waiting = [p for p in pods if not refused(p)]
+        else:  # every pod refused by the scheduler, and none placed
+            refused = refused_uids()
+            waiting = [
+                p for p in pods
+                if p["metadata"]["uid"] not in refused or p["spec"].get("nodeName")
+            ]  # fmt: skip
         return "; ".join(
-            f"{p['metadata']['name']}: {[c.get('message') for c in p.get('status', {}).get('conditions', [])]}"
+            f"{p['metadata']['name']}: "
+            + str([
+                (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+                for c in p.get("status", {}).get("conditions", [])
+            ])
             for p in waiting
-        )
+        )  # fmt: skip
 
     def everything() -> str:
         pods = cluster.kubectl_json("get", "pods", "-A")["items"]
@@ -635,9 +682,11 @@ def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[s
         except WaitTimeout as exc:
             log = cluster.logs_dir / "kube-scheduler.log"
             tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+            events = cluster.kubectl("get", "events", "-n", namespace, check=False)
             raise AssertionError(
                 f"{exc}\nall pods:\n{everything()}\nkube-scheduler.log, last lines:\n"
                 + "\n".join(tail)
+                + f"\nevents in {namespace}:\n{events[-6000:]}"
             ) from None
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for pod in _pods_of(cluster, namespace, name):
