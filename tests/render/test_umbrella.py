@@ -385,13 +385,27 @@ def test_typos_are_refused(chart: Path, values: dict[str, Any]) -> None:
     assert "schema" in result.stderr.lower() or "values don't meet" in result.stderr, result.stderr
 
 
-def test_notes_list_the_subcharts_and_the_crd_step(chart: Path) -> None:
-    result = helm.dry_run_install(chart, {"slurm-bridge": {"enabled": False}})
+def _notes(chart: Path, values: dict[str, Any]) -> str:
+    result = helm.dry_run_install(chart, values)
     assert result.ok, result.describe()
-    assert "kubectl apply --server-side -f charts/slurm-operator/files/crds/" in result.notes
-    assert "slurm-bridge          disabled" in result.notes
-    assert "slurm-cluster         enabled" in result.notes
     assert not manifests.check_notes(result.notes, result.docs)
+    return result.notes
+
+
+def test_notes_list_the_subcharts_and_the_crd_step(chart: Path) -> None:
+    """The README's first install (slurm-cluster and slurm-bridge off) is told the upgrade that
+    follows; the full install is not; with the CRDs outside the release, NOTES says how to install
+    them first."""
+    first = _notes(chart, {"slurm-bridge": {"enabled": False}, "slurm-cluster": {"enabled": False}})
+    upgrade = f"helm upgrade {helm.DEFAULT_RELEASE} examples/umbrella -n {helm.DEFAULT_NAMESPACE}"
+    assert upgrade in first
+    assert "slurm-bridge          disabled" in first
+    assert "slurm-cluster         disabled" in first
+    full = _notes(chart, {})
+    assert "helm upgrade" not in full
+    assert "slurm-cluster         enabled" in full
+    outside = _notes(chart, {"slurm-operator": {"crds": {"enabled": False}}})
+    assert "helm install slurm-operator-crds ./charts/slurm-operator-crds" in outside
 
 
 def test_pull_secret_objects_reach_every_pod(chart: Path) -> None:
