@@ -47,6 +47,7 @@ SPREAD = frozenset({
     "tests/cluster/test_ct_install.py",
     "tests/cluster/test_security.py",
     "tests/cluster/test_umbrella.py",
+    "tests/cluster/test_umbrella_crds.py",
 })  # fmt: skip
 """Files whose tests are independent of each other and short next to the file's set-up: with
 ``--dist loadscope`` xdist hands them out one test at a time (a worker sets up such a file's

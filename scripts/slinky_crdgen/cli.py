@@ -18,11 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUTPUT", "default_output", "generate", "main"]
 
 #: Output folder, relative to the repository root.
-DEFAULT_OUTPUT = Path("charts/slurm-operator/files/crds")
+DEFAULT_OUTPUT = Path("charts/slurm-operator-crds/files/crds")
 
 
 def default_output() -> Path:
-    """``charts/slurm-operator/files/crds`` of the checkout this package lives in.
+    """``charts/slurm-operator-crds/files/crds`` of the checkout this package lives in.
 
     Falls back to the path relative to the working directory when the package is
     installed outside a checkout.

@@ -81,6 +81,7 @@ def values_args(files: list[Path]) -> list[str]:
 def release_name(scenario: chart_index.Scenario) -> str:
     short = {
         "slurm-operator": "op",
+        "slurm-operator-crds": "crds",
         "slurm-cluster": "sc",
         "slurm-bridge": "br",
         "gpu-topology-labeler": "gtl",

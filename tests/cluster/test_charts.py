@@ -2,14 +2,15 @@
 
 install --wait, test, upgrade --wait (a pod annotation changes), rollback, uninstall --wait,
 then nothing of the release may be left in its namespace or cluster-wide, except what the charts
-document they keep: the Slinky CRDs of slurm-operator (``crds.keep``, annotated
-``helm.sh/resource-policy: keep``). Helm 4 ``--wait`` is the watcher (kstatus) strategy, so the
-slurm-cluster custom resources, which nobody reconciles here, count as current without a status.
+document they keep: the Slinky CRDs of slurm-operator-crds, alone or as slurm-operator's
+dependency (``keep``/``crds.keep``, annotated ``helm.sh/resource-policy: keep``). Helm 4
+``--wait`` is the watcher (kstatus) strategy, so the slurm-cluster custom resources, which nobody
+reconciles here, count as current without a status.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests.cluster import charts_support as support
@@ -23,11 +24,13 @@ if TYPE_CHECKING:
 
 SCENARIOS = support.chart_scenarios()
 MARK = "cluster-tier.slinky.dev/upgraded"
+OWNS_CRDS = frozenset({"slurm-operator", "slurm-operator-crds"})
+"""Charts whose releases create (and own) the Slinky CRDs; the other charts need them."""
 
 
 def prepare(cluster: Cluster, chart: str) -> None:
-    """slurm-operator creates (and owns) the Slinky CRDs itself; the other charts need them."""
-    if chart == "slurm-operator":
+    """A chart of :data:`OWNS_CRDS` finds no Slinky CRD; the other charts find them all."""
+    if chart in OWNS_CRDS:
         support.delete_slinky_crds(cluster)
     else:
         support.ensure_slinky_crds(cluster)
@@ -36,8 +39,8 @@ def prepare(cluster: Cluster, chart: str) -> None:
 def assert_nothing_left(cluster: Cluster, namespace: str, chart: str) -> None:
     kept = support.wait_release_gone(cluster, namespace, chart)
     kinds = {str(k["kind"]) for k in kept}
-    # Only slurm-operator documents cluster-scoped objects it keeps: its CRDs.
-    assert kinds <= ({"CustomResourceDefinition"} if chart == "slurm-operator" else set()), kept
+    # Only the charts that own the CRDs document cluster-scoped objects they keep: the CRDs.
+    assert kinds <= ({"CustomResourceDefinition"} if chart in OWNS_CRDS else set()), kept
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
@@ -63,14 +66,14 @@ def test_install_test_upgrade_rollback_uninstall(
         assert MARK not in helm4.run("get", "manifest", release, *ns).stdout
         history = helm4.run("history", release, *ns, "-o", "json").stdout
         assert '"revision":3' in history.replace(" ", ""), history
-        if scenario.chart == "slurm-operator" and _crds_enabled(scenario):
+        if scenario.chart in OWNS_CRDS and _crds_enabled(scenario):
             kept = support.release_cluster_objects(cluster, namespace)
             assert {
                 k["metadata"]["name"] for k in kept if k["kind"] == "CustomResourceDefinition"
             } == set(support.slinky_crd_names())
         helm4.run("uninstall", release, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
         assert_nothing_left(cluster, namespace, scenario.chart)
-        if scenario.chart == "slurm-operator" and _crds_enabled(scenario):
+        if scenario.chart in OWNS_CRDS and _crds_enabled(scenario):
             # Documented: crds.keep (default true) leaves the CRDs behind; keep: false removes them.
             names = set(cluster.kubectl("get", "crd", "-o", "name").split())
             for name in support.slinky_crd_names():
@@ -81,12 +84,19 @@ def test_install_test_upgrade_rollback_uninstall(
         support.cleanup_prerequisites(cluster, scenario)
 
 
+def _crds_values(scenario: Scenario) -> dict[str, Any]:
+    """The CRDs chart's values of the scenario: its own, or slurm-operator's ``crds`` block."""
+    if scenario.chart == "slurm-operator-crds":
+        return scenario.values
+    return dict(scenario.values.get("crds") or {})
+
+
 def _crds_enabled(scenario: Scenario) -> bool:
-    return bool((scenario.values.get("crds") or {}).get("enabled", True))
+    return bool(_crds_values(scenario).get("enabled", True))
 
 
 def _crds_kept(scenario: Scenario) -> bool:
-    return bool((scenario.values.get("crds") or {}).get("keep", True))
+    return bool(_crds_values(scenario).get("keep", True))
 
 
 CHART_NAMES = sorted(support.CHARTS)
@@ -108,7 +118,7 @@ def test_helm3_install_upgrade_uninstall_defaults(
         assert MARK in helm3.run("get", "manifest", "h3", *ns).stdout
         helm3.run("uninstall", "h3", *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
         assert_nothing_left(cluster, namespace, chart_name)
-        if chart_name == "slurm-operator":
+        if chart_name in OWNS_CRDS:
             # The default crds.keep: true leaves the CRDs behind, as the chart's README says.
             names = set(cluster.kubectl("get", "crd", "-o", "name").split())
             for name in support.slinky_crd_names():

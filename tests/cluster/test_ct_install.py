@@ -16,9 +16,10 @@ import pytest
 from tests.cluster import charts_support as support
 
 from slinky_harness.build import toolchain
+from slinky_harness.k8s.cluster import Cluster
 
 if TYPE_CHECKING:
-    from slinky_harness.k8s.cluster import Cluster
+    from slinky_harness.k8s.fleet import Fleet
 
 CHART_NAMES = sorted(support.CHARTS)
 # slurm-operator's scenarios install without their CRDs here (applied beforehand, outside any
@@ -26,13 +27,36 @@ CHART_NAMES = sorted(support.CHARTS)
 # and kube-apiserver's CRD finalizer answers "storage is (re)initializing" to such a quick delete
 # and backs off for about five minutes. Installing and removing the CRDs with the chart is covered
 # by test_charts (every scenario's life cycle, and the Helm 3 round with crds.keep).
-CRDS_OUTSIDE = {"slurm-operator": ["--helm-extra-set-args=--set=crds.enabled=false"]}
+CRDS_OUTSIDE = {
+    "slurm-operator": ["--helm-extra-set-args=--set=crds.enabled=false"],
+}
+# Charts that create the Slinky CRDs themselves: installed by ct on a control plane of their own,
+# where no CRD exists yet (on the session cluster the CRDs applied for the other charts would
+# belong to no release, and Helm refuses to take such objects over without --take-ownership,
+# which ct would also hand to `helm test` and `helm uninstall`).
+OWN_CONTROL_PLANE = frozenset({"slurm-operator-crds"})
 
 
 @pytest.mark.parametrize("chart_name", CHART_NAMES)
-def test_ct_install(cluster: Cluster, namespace: str, chart_name: str) -> None:
-    support.install_third_party_crds(cluster)
-    support.ensure_slinky_crds(cluster)
+def test_ct_install(
+    cluster: Cluster,
+    namespace: str,
+    chart_name: str,
+    fleet: Fleet,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    if chart_name not in OWN_CONTROL_PLANE:
+        support.install_third_party_crds(cluster)
+        support.ensure_slinky_crds(cluster)
+        _ct_install(cluster, namespace, chart_name)
+        return
+    with Cluster.start(tmp_path_factory.mktemp(f"ct-{chart_name}"), fleet=fleet) as own:
+        own.kubectl("create", "namespace", namespace)
+        _ct_install(own, namespace, chart_name)
+
+
+def _ct_install(cluster: Cluster, namespace: str, chart_name: str) -> None:
+    """``ct install`` of ``chart_name`` into ``namespace`` of ``cluster``; every scenario ran."""
     toolchain.ensure("ct")
     toolchain.ensure("helm")
     env = toolchain.tool_env(["ct", "helm", "kubectl"], base=cluster.env())

@@ -2,10 +2,13 @@
 
 Each case: ``helm install --wait`` (Helm 4, kstatus watcher) of ``examples/umbrella`` with the
 profile, ``helm test``, ``helm uninstall --wait``, then nothing of the release may be left, in its
-namespace or cluster-wide. The Slinky CRDs are applied before the umbrella, outside any release, as
-its README says (Helm cannot map the Controller/NodeSet/Token objects of one install to CRDs that
-the same install creates), so nothing is documented to stay behind. The chart tests' kwok
-overrides (admission webhooks ``failurePolicy: Ignore``) go under the subcharts' blocks.
+namespace or cluster-wide. The Slinky CRDs are applied before the umbrella, outside any release,
+and the umbrella runs with ``slurm-operator.crds.enabled: false``: the README's way for a cluster
+whose CRDs a platform team owns, which lets every profile install in one command (Helm cannot map
+the Controller/NodeSet/Token objects of one install to CRDs that the same install creates). The
+umbrella owning the CRDs itself (install, then upgrade) is tests/cluster/test_umbrella_crds.py.
+The chart tests' kwok overrides (admission webhooks ``failurePolicy: Ignore``) go under the
+subcharts' blocks.
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ def setup(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Setup:
     support.ensure_slinky_crds(cluster)
     work = tmp_path_factory.mktemp("umbrella")
     overrides = work / "kwok-overrides.yaml"
-    overrides.write_text(yaml.safe_dump(support.nested_overrides()))
+    nested = support.nested_overrides()
+    nested["slurm-operator"] = {**(nested.get("slurm-operator") or {}), "crds": {"enabled": False}}
+    overrides.write_text(yaml.safe_dump(nested))
     for case, values in CASES.items():
         (work / f"{case.replace('/', '-')}.yaml").write_text(yaml.safe_dump(values))
     return Setup(umbrella.build(work), overrides, work)

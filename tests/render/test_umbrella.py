@@ -107,10 +107,16 @@ def all_problems(docs: list[Doc], values: dict[str, Any], kube: str) -> list[str
     return problems
 
 
+VENDORED = charts.dependents(list(CHARTS.values()))
+"""Charts that come inside another one (slurm-operator-crds inside slurm-operator)."""
+
+
 def source_chart(doc: Doc) -> str:
-    """The subchart an object comes from (its ``helm.sh/chart`` label, version cut off)."""
+    """The subchart of the umbrella an object comes from (its ``helm.sh/chart`` label, version cut
+    off; a chart that comes inside another one counts as that one, as its Chart.yaml says)."""
     label = str((doc.get("metadata") or {}).get("labels", {}).get("helm.sh/chart", ""))
-    return label.rpartition("-")[0]
+    name = label.rpartition("-")[0]
+    return VENDORED.get(name, name)
 
 
 def enabled_subcharts(values: dict[str, Any]) -> list[str]:
@@ -162,21 +168,17 @@ def test_profile_means_the_same_through_the_umbrella(
     """``helm install x examples/umbrella -f values/<p>.yaml`` renders, for every chart the profile
     has a block for, what installing that chart alone with its block does: the umbrella's own
     defaults (GPU NodeSet, bridge partition, topology wiring) never leak into a profile, which
-    switches them off where it replaces them. Only the CRDs differ (applied before the umbrella)."""
+    switches them off where it replaces them."""
     values = with_globals(profile)
     whole = render(chart, values).docs
     for sub in enabled_subcharts(profile):
         if sub not in profile:
             continue
         block = {**copy.deepcopy(profile[sub]), "global": values["global"]}
-        alone = [d for d in render(CHARTS[sub].path, block).docs if not _is_crd(d)]
+        alone = render(CHARTS[sub].path, block).docs
         mine = [d for d in whole if source_chart(d) == sub]
         diff = _diff(_normalised(mine), _normalised(alone))
         assert not diff, f"{name}: {sub} through the umbrella differs from {sub} alone:\n{diff}"
-
-
-def _is_crd(doc: Doc) -> bool:
-    return doc.get("kind") == "CustomResourceDefinition"
 
 
 def _diff(mine: dict[tuple[str, str], Doc], alone: dict[tuple[str, str], Doc]) -> str:
@@ -225,7 +227,7 @@ RESET: dict[str, dict[str, Any]] = {
     "gpu-topology-labeler": {"topology": {"configMapName": ""}},
     "slurm-bridge": {},
 }
-"""Values that undo the umbrella's defaults for one subchart (its CRD switch aside)."""
+"""Values that undo the umbrella's defaults for one subchart."""
 
 
 @pytest.mark.parametrize("sub", SUBCHARTS)
@@ -234,7 +236,7 @@ def test_reset_gives_the_chart_defaults(chart: Path, sub: str) -> None:
     values = with_globals({sub: RESET[sub]})
     mine = [d for d in render(chart, values).docs if source_chart(d) == sub]
     alone = render(CHARTS[sub].path, {"global": values["global"]}).docs
-    diff = _diff(_normalised(mine), _normalised([d for d in alone if not _is_crd(d)]))
+    diff = _diff(_normalised(mine), _normalised(alone))
     assert not diff, diff
 
 
@@ -275,11 +277,14 @@ def test_two_releases_share_no_object_names(chart: Path) -> None:
     """Two umbrella releases in one namespace: every name (namespaced or not) differs. The one
     exception is slurm-cluster's placeholder for the topology ConfigMap the labeler keeps (named
     by ``topology.configMapRef.name``, not by the chart): a lookup-guarded hook, created only when
-    that ConfigMap is absent and never owned by a release."""
+    that ConfigMap is absent and never owned by a release. The CRDs have one owner per cluster
+    (README), so the second release leaves them to the first (``slurm-operator.crds.enabled:
+    false``)."""
     values = with_globals({})
+    second = with_globals({"slurm-operator": {"crds": {"enabled": False}}})
 
     def names(release: str) -> set[tuple[str, str]]:
-        docs = render(chart, values, release=release).docs
+        docs = render(chart, values if release == "one" else second, release=release).docs
         return {
             (str(d["kind"]), str(d["metadata"]["name"]))
             for d in docs
@@ -385,13 +390,27 @@ def test_typos_are_refused(chart: Path, values: dict[str, Any]) -> None:
     assert "schema" in result.stderr.lower() or "values don't meet" in result.stderr, result.stderr
 
 
-def test_notes_list_the_subcharts_and_the_crd_step(chart: Path) -> None:
-    result = helm.dry_run_install(chart, {"slurm-bridge": {"enabled": False}})
+def _notes(chart: Path, values: dict[str, Any]) -> str:
+    result = helm.dry_run_install(chart, values)
     assert result.ok, result.describe()
-    assert "kubectl apply --server-side -f charts/slurm-operator/files/crds/" in result.notes
-    assert "slurm-bridge          disabled" in result.notes
-    assert "slurm-cluster         enabled" in result.notes
     assert not manifests.check_notes(result.notes, result.docs)
+    return result.notes
+
+
+def test_notes_list_the_subcharts_and_the_crd_step(chart: Path) -> None:
+    """The README's first install (slurm-cluster and slurm-bridge off) is told the upgrade that
+    follows; the full install is not; with the CRDs outside the release, NOTES says how to install
+    them first."""
+    first = _notes(chart, {"slurm-bridge": {"enabled": False}, "slurm-cluster": {"enabled": False}})
+    upgrade = f"helm upgrade {helm.DEFAULT_RELEASE} examples/umbrella -n {helm.DEFAULT_NAMESPACE}"
+    assert upgrade in first
+    assert "slurm-bridge          disabled" in first
+    assert "slurm-cluster         disabled" in first
+    full = _notes(chart, {})
+    assert "helm upgrade" not in full
+    assert "slurm-cluster         enabled" in full
+    outside = _notes(chart, {"slurm-operator": {"crds": {"enabled": False}}})
+    assert "helm install slurm-operator-crds ./charts/slurm-operator-crds" in outside
 
 
 def test_pull_secret_objects_reach_every_pod(chart: Path) -> None:

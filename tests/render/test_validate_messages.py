@@ -688,32 +688,6 @@ OPERATOR_ROWS = (
         "false` when RBAC is managed outside the chart.",
     ),
     Row(
-        "crd-file-not-yaml",
-        OPERATOR,
-        {},
-        "crds.enabled: files/crds/zz-broken.yaml is not valid YAML: error converting YAML to JSON: yaml: line 1: "
-        "did not find expected ',' or ']'",
-        files={"files/crds/zz-broken.yaml": "kind: [CustomResourceDefinition\n"},
-    ),
-    Row(
-        "crd-file-holds-another-kind",
-        OPERATOR,
-        {},
-        'crds.enabled: files/crds/zz-configmap.yaml holds a "ConfigMap", only CustomResourceDefinition '
-        "documents belong in files/crds/",
-        files={
-            "files/crds/zz-configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n"
-        },
-    ),
-    Row(
-        "crd-file-document-without-kind",
-        OPERATOR,
-        {},
-        'crds.enabled: files/crds/zz-note.yaml holds a "document without kind", only CustomResourceDefinition '
-        "documents belong in files/crds/",
-        files={"files/crds/zz-note.yaml": "note: not a Kubernetes object\n"},
-    ),
-    Row(
         "image-repository-required",
         OPERATOR,
         {"webhook": {"image": {"repository": ""}}},
@@ -725,6 +699,44 @@ OPERATOR_ROWS = (
 
 
 # -- slurm-cluster -------------------------------------------------------------------------------
+
+CRDS = "slurm-operator-crds"
+CRDS_ROWS = (
+    Row(
+        "crd-file-not-yaml",
+        CRDS,
+        {},
+        "crds.enabled: files/crds/zz-broken.yaml is not valid YAML: error converting YAML to JSON: yaml: line 1: "
+        "did not find expected ',' or ']'",
+        files={"files/crds/zz-broken.yaml": "kind: [CustomResourceDefinition\n"},
+    ),
+    Row(
+        "crd-file-holds-another-kind",
+        CRDS,
+        {},
+        'crds.enabled: files/crds/zz-configmap.yaml holds a "ConfigMap", only CustomResourceDefinition '
+        "documents belong in files/crds/",
+        files={
+            "files/crds/zz-configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n"
+        },
+    ),
+    Row(
+        "crd-file-document-without-kind",
+        CRDS,
+        {},
+        'crds.enabled: files/crds/zz-note.yaml holds a "document without kind", only CustomResourceDefinition '
+        "documents belong in files/crds/",
+        files={"files/crds/zz-note.yaml": "note: not a Kubernetes object\n"},
+    ),
+    Row(
+        "crds-test-image-repository-required",
+        CRDS,
+        {"tests": {"image": {"repository": ""}}},
+        "an image repository is required (tests.image.repository)",
+        schema=("/tests/image/repository", "minLength: got 0, want 1"),
+        why="the schema gives every image repository minLength 1",
+    ),
+)
 
 CLUSTER = "slurm-cluster"
 GPU = {"gpu": {"count": 8}}
@@ -1019,7 +1031,7 @@ CLUSTER_ROWS = (
     ),
 )
 
-ROWS: tuple[Row, ...] = LABELER_ROWS + BRIDGE_ROWS + OPERATOR_ROWS + CLUSTER_ROWS
+ROWS: tuple[Row, ...] = LABELER_ROWS + BRIDGE_ROWS + OPERATOR_ROWS + CRDS_ROWS + CLUSTER_ROWS
 
 
 # -- rendering -------------------------------------------------------------------------------------

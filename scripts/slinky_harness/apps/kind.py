@@ -169,9 +169,23 @@ def plan_input(name: str, workdir: Path, keep: bool) -> PlanInput:
 
 
 def stage_chart(step: StageChart) -> None:
+    """Copy the chart (linked subcharts as real folders; no archive or lock an earlier ``helm
+    dependency build`` left) and, beside it, every chart it depends on by ``file://../<name>``:
+    ct runs ``helm dependency build``, which resolves those paths."""
     if step.dest.exists():
         shutil.rmtree(step.dest)
-    shutil.copytree(step.source, step.dest, ignore=shutil.ignore_patterns("ci"))
+    ignore = shutil.ignore_patterns("ci", "*.tgz", "Chart.lock")
+    shutil.copytree(step.source, step.dest, ignore=ignore)
+    meta = charts.load_yaml(step.source / "Chart.yaml") or {}
+    for dep in meta.get("dependencies") or []:
+        repository = str(dep.get("repository", ""))
+        if not repository.startswith("file://../"):
+            continue
+        name = repository.removeprefix("file://../")
+        beside = step.dest.parent / name
+        if beside.exists():
+            shutil.rmtree(beside)
+        shutil.copytree(step.source.parent / name, beside, ignore=ignore)
     (step.dest / "ci").mkdir()
     (step.dest / "ci" / "kind-values.yaml").write_text(
         yaml.safe_dump(step.values, sort_keys=False) if step.values else "{}\n"

@@ -94,6 +94,22 @@ def discover_charts(root: Path = CHARTS_DIR) -> list[Chart]:
     return charts
 
 
+def dependents(found: list[Chart]) -> dict[str, str]:
+    """Charts of ``found`` that another chart of ``found`` depends on by path, with that chart.
+
+    ``slurm-operator-crds`` -> ``slurm-operator``: such a chart comes with its dependent (linked
+    under the dependent's ``charts/``), so an umbrella reaches it through the dependent.
+    """
+    names = {c.name for c in found}
+    result: dict[str, str] = {}
+    for chart in found:
+        for dep in chart.meta.get("dependencies") or []:
+            name = str(dep.get("name", ""))
+            if name in names and str(dep.get("repository", "")) == f"file://../{name}":
+                result[name] = chart.name
+    return result
+
+
 def profiles(root: Path = PROFILES_DIR) -> dict[str, dict[str, Any]]:
     """Every profile in ``values/``, by file stem."""
     found = {}

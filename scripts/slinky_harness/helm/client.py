@@ -139,10 +139,25 @@ class Helm:
         proc = subprocess.run(
             cmd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
         )
-        result = HelmResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+        result = HelmResult(cmd, proc.returncode, proc.stdout, _without_link_notice(proc.stderr))
         if check and not result.ok:
             raise HelmError(f"helm {' '.join(args)} failed: {result.describe()}\n{result.stdout}")
         return result
+
+
+_LINK_NOTICE = re.compile(
+    r"^(?:level=INFO msg=\"found symbolic link in path\. Contents of linked file included and used\""
+    r" path=\S+ resolved=\S+|\S+: found symbolic link in path: \S+ resolves to \S+\."
+    r" Contents of linked file included and used)\n",
+    re.M,
+)
+"""The notice Helm 4 (``level=INFO ...``) and Helm 3 (``walk.go:...``) print on stderr for every
+chart that holds a linked subchart (slurm-operator's ``charts/slurm-operator-crds``)."""
+
+
+def _without_link_notice(stderr: str) -> str:
+    """``stderr`` without Helm's notices about linked subcharts, so messages start at the error."""
+    return _LINK_NOTICE.sub("", stderr)
 
 
 _NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")

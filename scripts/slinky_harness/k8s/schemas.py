@@ -34,7 +34,7 @@ from slinky_harness.core import paths
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-OUR_CRDS_DIR = paths.REPO_ROOT / "charts" / "slurm-operator" / "files" / "crds"
+OUR_CRDS_DIR = paths.REPO_ROOT / "charts" / "slurm-operator-crds" / "files" / "crds"
 
 
 @dataclass(frozen=True)

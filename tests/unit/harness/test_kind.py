@@ -34,6 +34,7 @@ from slinky_harness.apps.kind_plan import (
 from slinky_harness.build import toolchain
 from slinky_harness.core import paths
 from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm_client
 from slinky_harness.helm.charts import image_ref
 from slinky_harness.helm.values import merge
 
@@ -583,3 +584,21 @@ def test_main_keep_leaves_the_cluster(
     assert kind.main(["--name", NAME, "--keep"]) == 0
     assert "cluster kept, KUBECONFIG=" in capsys.readouterr().out
     assert not any(c.startswith("kind delete") for c in log.read_text().splitlines())
+
+
+def test_staged_operator_brings_its_crds_chart(tmp_path: Path) -> None:
+    """The staged slurm-operator holds its CRDs chart as a real folder and finds the chart its
+    ``file://../slurm-operator-crds`` names beside it (ct's ``helm dependency build`` resolves it);
+    no ``ci/`` but the kind scenario is staged."""
+    source = charts.CHARTS_DIR / "slurm-operator"
+    dest = tmp_path / "charts" / "slurm-operator"
+    kind.stage_chart(StageChart("stage", source, dest, {"crds": {"keep": False}}))
+    inside = dest / "charts" / "slurm-operator-crds"
+    assert inside.is_dir() and not inside.is_symlink()
+    assert (inside / "files" / "crds").is_dir()
+    beside = tmp_path / "charts" / "slurm-operator-crds"
+    assert (beside / "Chart.yaml").is_file() and not (beside / "ci").exists()
+    assert sorted(p.name for p in (dest / "ci").iterdir()) == ["kind-values.yaml"]
+    result = helm_client.run(["dependency", "list", str(dest)])
+    assert result.ok, result.describe()
+    assert "slurm-operator-crds" in result.stdout and "unpacked" in result.stdout, result.stdout
