@@ -52,7 +52,7 @@ from slinky_harness.slurm.conf import parse_records
 from slinky_harness.slurm.dbd_conf import AccountingSpec, StorageConfig, operator_slurmdbd_conf
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     from slinky_harness.helm.charts import Scenario
@@ -320,44 +320,40 @@ def create_user_references(cluster: Cluster, namespace: str, objects: list[dict[
             }])  # fmt: skip
 
 
-def _wait_object(cluster: Cluster, kind: str, name: str, namespace: str) -> dict[str, Any]:
+def _wait_object(
+    cluster: Cluster,
+    kind: str,
+    name: str,
+    namespace: str,
+    *,
+    ready: Callable[[dict[str, Any]], bool] = lambda _: True,
+    what: str = "",
+) -> dict[str, Any]:
+    """The object once it exists and ``ready`` holds for it (``what`` says what ``ready`` waits
+    for); on time-out the error names it."""
+    last: list[dict[str, Any]] = []
+
     def fetch() -> dict[str, Any] | None:
         proc = support.kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "yaml")
-        return yaml.safe_load(proc.stdout) if proc.returncode == 0 else None
-
-    return wait_for(
-        fetch, timeout=60, what=f"the operator to create {kind}/{name} in {namespace}", every=0.5
-    )
-
-
-def _wait_slurm_conf(
-    cluster: Cluster, name: str, namespace: str, partitions: set[str]
-) -> dict[str, Any]:
-    """The operator's slurm.conf ConfigMap once it names every partition in ``partitions``.
-
-    The operator writes the file as soon as it reconciles the Controller and rewrites it as its
-    cache learns the NodeSets: a first version without the NodeSets' own partitions is not an
-    error (seen when the Controller was reconciled before the NodeSets reached the cache)."""
-    seen: list[str] = []
-
-    def fetch() -> dict[str, Any] | None:
-        proc = support.kubectl(cluster, "get", "configmap", name, "-n", namespace, "-o", "yaml")
         if proc.returncode != 0:
             return None
-        config: dict[str, Any] = yaml.safe_load(proc.stdout)
-        conf = (config.get("data") or {}).get("slurm.conf", "")
-        seen[:] = re.findall(r"^PartitionName=(\S+)", conf, re.M)
-        return config if partitions <= set(seen) else None
+        obj: dict[str, Any] = yaml.safe_load(proc.stdout)
+        last[:] = [obj]
+        return obj if ready(obj) else None
 
     found: dict[str, Any] = wait_for(
         fetch,
         timeout=60,
-        what=f"the operator's configmap/{name} in {namespace} to name partitions "
-        f"{sorted(partitions)}",
+        what=f"the operator to create {kind}/{name} in {namespace}{what}",
         every=0.5,
-        detail=lambda: f"partitions in slurm.conf: {seen}",
+        detail=lambda: last[0] if last else "not created",
     )
     return found
+
+
+def _conf_partitions(config: dict[str, Any]) -> set[str]:
+    conf = (config.get("data") or {}).get("slurm.conf", "")
+    return set(re.findall(r"^PartitionName=(\S+)", conf, re.M))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
@@ -486,7 +482,17 @@ def reconcile_and_load(  # noqa: PLR0917
         wanted: dict[str, set[str]] = {}
     else:
         wanted = expected_partitions(values)
-    config = _wait_slurm_conf(op_cluster, f"{name}-config", namespace, set(wanted))
+    # The operator writes slurm.conf as soon as it reconciles the Controller and rewrites it as
+    # its cache learns the NodeSets: a first version without the NodeSets' own partitions is not
+    # an error (seen when the Controller was reconciled before the NodeSets reached the cache).
+    config = _wait_object(
+        op_cluster,
+        "configmap",
+        f"{name}-config",
+        namespace,
+        ready=lambda c: set(wanted) <= _conf_partitions(c),
+        what=f" naming partitions {sorted(wanted)}",
+    )
     slurm_conf = config["data"]["slurm.conf"]
     owners = {o["kind"] for o in config["metadata"].get("ownerReferences", [])}
     assert "Controller" in owners, config["metadata"]
