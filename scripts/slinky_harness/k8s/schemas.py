@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 OUR_CRDS_DIR = paths.REPO_ROOT / "charts" / "slurm-operator-crds" / "files" / "crds"
+VERDICTS_KEPT = 4096
+"""Documents whose validation verdict a SchemaSet remembers before it starts afresh."""
 
 
 @dataclass(frozen=True)
@@ -164,9 +166,21 @@ class SchemaSet:
                         version["name"],
                     )
         self._crd_validators: dict[tuple[str, str], jsonschema.Draft202012Validator] = {}
+        # Verdicts by document text: a chart renders many documents that its values leave alone
+        # (a CRD, a ClusterRole) in every example of a property test, and validation is pure.
+        self._verdicts: dict[str, list[str]] = {}
 
     def validate(self, doc: dict[str, Any]) -> list[str]:
         """Every schema violation of ``doc``, each naming the object and the field path."""
+        text = json.dumps(doc, sort_keys=True, default=str)
+        verdict = self._verdicts.get(text)
+        if verdict is None:
+            if len(self._verdicts) >= VERDICTS_KEPT:
+                self._verdicts.clear()
+            verdict = self._verdicts[text] = self._validate(doc)
+        return list(verdict)
+
+    def _validate(self, doc: dict[str, Any]) -> list[str]:
         api_version, kind = str(doc.get("apiVersion")), str(doc.get("kind"))
         name = (doc.get("metadata") or {}).get("name")
         label = f"{kind} {name} ({api_version}, Kubernetes {self.kube_version})"
