@@ -18,6 +18,10 @@ nox.options.error_on_missing_interpreters = True
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 PYTEST = ("pytest", "--strict-config", "--strict-markers", "-ra")
+MYPY_CACHE = (
+    "import mypy.version, slinky_harness.core.paths as p;"
+    "print(p.cache_root() / 'mypy' / mypy.version.__version__)"
+)
 
 # pytest-xdist workers per tier (``-n``). The slurm and cluster tiers mostly wait on daemons, jobs and
 # reconciles, so they run more workers than the machine has cores; the CPU-bound tiers run one per
@@ -72,7 +76,11 @@ def lint(session: nox.Session) -> None:
     _tools(session)
     session.run("ruff", "check", "scripts", "tests", "noxfile.py")
     session.run("ruff", "format", "--check", "scripts", "tests", "noxfile.py")
-    session.run("mypy")
+    # mypy's cache outside the clone, by mypy version: a fresh clone checks in 2 s, not 20 (mypy
+    # compares each file's hash when its path or mtime changed, so a stale entry is never trusted).
+    cache = session.run("python", "-c", MYPY_CACHE, silent=True)
+    assert isinstance(cache, str)
+    session.run("mypy", "--cache-dir", cache.strip())
     _pytest(session, "tests/lint")
 
 
