@@ -6,10 +6,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nox
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -63,10 +73,72 @@ def _prebuild(session: nox.Session) -> None:
     session.run("python", "-m", "slinky_harness.build.slurm_chroot")
 
 
-def _pytest(session: nox.Session, folder: str, *extra: str) -> None:
-    workers = int(os.environ.get("SLINKY_WORKERS", WORKERS.get(session.name, 1)))
-    parallel = ("-n", str(workers)) if workers > 1 else ()
-    session.run(*PYTEST, *parallel, folder, *extra, *session.posargs)
+def _workers(tier: str) -> tuple[str, ...]:
+    workers = int(os.environ.get("SLINKY_WORKERS", WORKERS.get(tier, 1)))
+    return ("-n", str(workers)) if workers > 1 else ()
+
+
+def _pytest(session: nox.Session, folder: str, *extra: str, tier: str = "") -> None:
+    session.run(*PYTEST, *_workers(tier or session.name), folder, *extra, *session.posargs)
+
+
+@contextlib.contextmanager
+def _beside(session: nox.Session, tier: str, folder: str, *extra: str) -> Iterator[None]:
+    """Run ``tier``'s pytest in the background while the ``with`` body runs, then show its output
+    and fail the session if it failed. Both tiers mostly wait (on Slurm jobs, on reconciles), so
+    side by side they take little longer than the longer one alone."""
+    log = Path(session.create_tmp()) / f"{tier}.log"
+    argv = [*PYTEST, *_workers(tier), folder, *extra, *session.posargs]
+    env = {**os.environ, **{k: v for k, v in session.env.items() if v is not None}}
+    env["PATH"] = f"{session.bin}{os.pathsep}{env['PATH']}"
+    session.log(f"{tier} tier: started beside this one; its output follows at the end ({log})")
+    started = time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def announce() -> None:
+        code = proc.wait()
+        session.log(f"{tier} tier: ended (exit {code}) after {time.monotonic() - started:.0f} s")
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGTERM)
+        raise
+    finally:
+        while proc.poll() is None:
+            session.log(f"waiting for the {tier} tier ({time.monotonic() - started:.0f} s so far)")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=30)
+        print(f"----- {tier} tier ($ {shlex.join(argv)}) -----")
+        print(log.read_text(), end="", flush=True)
+    if proc.returncode != 0:
+        session.error(f"the {tier} tier failed (exit {proc.returncode}); its output is above")
+
+
+def _slurm_setup(session: nox.Session) -> None:
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot")
+    # Slurm 24.11 (slurmctld only), for tests/slurm/test_slurm_versions.py: the version rules.
+    session.run("python", "-m", "slinky_harness.build.slurm_chroot", "--suite", "trixie")
+    session.env["SLINKY_REQUIRE_SLURM"] = "1"  # fail, never skip, when the tier cannot run
+
+
+def _cluster_setup(session: nox.Session) -> None:
+    _tools(session, "helm", "helm3", "ct", "kubectl")
+    _prebuild(session)
+    # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
+    # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
+    session.run("python", "-m", "slinky_harness.build.image", "prepare")
+
+
+# One run: the real Slinky operator and slurm-bridge are built with the control plane from
+# tools/go.mod (SlinkyProject modules pinned in tools/go.sum), so nothing in it is optional.
+# --dist loadscope: each file runs whole in one worker, except the files of tests/conftest.py's
+# SPREAD, whose independent tests are handed out one by one.
+CLUSTER_ARGS = ("tests/cluster", "--dist", "loadscope")
 
 
 @nox.session
@@ -108,31 +180,30 @@ def unit(session: nox.Session) -> None:
     _pytest(session, "tests/unit", "-m", "not bench")
 
 
-@nox.session
+@nox.session(default=False)
 def slurm(session: nox.Session) -> None:
     """Real Slurm 26.05 and 24.11 (Debian sid, trixie chroots): generated topology loads in slurmctld."""
     _install(session, "test")
-    session.run("python", "-m", "slinky_harness.build.slurm_chroot")
-    # Slurm 24.11 (slurmctld only), for tests/slurm/test_slurm_versions.py: the version rules.
-    session.run("python", "-m", "slinky_harness.build.slurm_chroot", "--suite", "trixie")
-    session.env["SLINKY_REQUIRE_SLURM"] = "1"  # fail, never skip, when the tier cannot run
+    _slurm_setup(session)
     _pytest(session, "tests/slurm")
 
 
-@nox.session
+@nox.session(default=False)
 def cluster(session: nox.Session) -> None:
     """Real kube-apiserver, controller-manager and scheduler with kwok nodes (builds them once)."""
     _install(session, "test")
-    _tools(session, "helm", "helm3", "ct", "kubectl")
-    _prebuild(session)
-    # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
-    # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
-    session.run("python", "-m", "slinky_harness.build.image", "prepare")
-    # One run: the real Slinky operator and slurm-bridge are built with the control plane from
-    # tools/go.mod (SlinkyProject modules pinned in tools/go.sum), so nothing here is optional.
-    # --dist loadscope: each file runs whole in one worker, except the files of tests/conftest.py's
-    # SPREAD, whose independent tests are handed out one by one.
-    _pytest(session, "tests/cluster", "--dist", "loadscope")
+    _cluster_setup(session)
+    _pytest(session, *CLUSTER_ARGS)
+
+
+@nox.session
+def live(session: nox.Session) -> None:
+    """The slurm and cluster tiers side by side (what ``nox`` runs; each alone: ``-s slurm``, ``-s cluster``)."""
+    _install(session, "test")
+    _slurm_setup(session)
+    _cluster_setup(session)
+    with _beside(session, "slurm", "tests/slurm"):
+        _pytest(session, *CLUSTER_ARGS, tier="cluster")
 
 
 # Not a default session: the cluster tier runs the same demo (tests/cluster/test_demo.py, which
