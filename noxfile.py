@@ -36,7 +36,7 @@ MYPY_CACHE = (
 # pytest-xdist workers per tier (``-n``). The slurm and cluster tiers mostly wait on daemons, jobs and
 # reconciles, so they run more workers than the machine has cores; the CPU-bound tiers run one per
 # core. SLINKY_WORKERS=N overrides every tier (1 runs in one process); ``-- -n N`` one session.
-WORKERS = {"lint": 2, "render": 2, "props": 2, "unit": 1, "slurm": 6, "cluster": 3}
+WORKERS = {"lint": 2, "render": 2, "props": 2, "unit": 2, "slurm": 6, "cluster": 3}
 
 
 def _install(session: nox.Session, *groups: str) -> None:
