@@ -87,7 +87,9 @@ def _beside(session: nox.Session, tier: str, folder: str, *extra: str) -> Iterat
     """Run ``tier``'s pytest in the background while the ``with`` body runs, then show its output
     and fail the session if it failed. Both tiers mostly wait (on Slurm jobs, on reconciles), so
     side by side they take little longer than the longer one alone."""
-    log = Path(session.create_tmp()) / f"{tier}.log"
+    # beside the session's virtualenv: session.create_tmp() would point TMPDIR at the clone for
+    # every later command, and podman's and MariaDB's socket paths have length limits
+    log = Path(session.virtualenv.location) / f"{tier}.log"
     argv = [*PYTEST, *_workers(tier), folder, *extra, *session.posargs]
     env = {**os.environ, **{k: v for k, v in session.env.items() if v is not None}}
     env["PATH"] = f"{session.bin}{os.pathsep}{env['PATH']}"

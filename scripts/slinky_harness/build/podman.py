@@ -206,6 +206,19 @@ def storage_driver() -> str:
     return "overlay" if overlay_works(folder) else "vfs"
 
 
+RUNROOT_LIMIT = 50
+"""Podman refuses a ``--runroot`` longer than this (its socket paths must fit in sun_path)."""
+
+
+def runroot(driver: str) -> Path:
+    """Podman's run-time state: under the temporary folder (nox gives each session its own),
+    or under ``/tmp`` where that path would be longer than podman accepts."""
+    wanted = Path(tempfile.gettempdir()) / f"slinky-suite-podman-{driver}"
+    if len(str(wanted)) <= RUNROOT_LIMIT:
+        return wanted
+    return Path("/tmp") / f"slinky-suite-podman-{driver}"
+
+
 @dataclass(frozen=True)
 class Podman:
     """Rootful podman with storage of its own (see the module docstring for each flag)."""
@@ -220,7 +233,7 @@ class Podman:
         driver = storage_driver()
         return cls(
             root=cache_root() / f"storage-{driver}",
-            runroot=Path(tempfile.gettempdir()) / f"slinky-suite-podman-{driver}",
+            runroot=runroot(driver),
             driver=driver,
         )
 

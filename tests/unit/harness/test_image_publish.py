@@ -6,13 +6,14 @@ from __future__ import annotations
 import base64
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
 from slinky_harness.apps import publish, release
-from slinky_harness.build import image
+from slinky_harness.build import image, podman
 from slinky_harness.build.podman import APT_PACKAGES, AptPackage, Podman, apt_plan, os_codename
 
 PODMAN = Podman(root=Path("/c/storage-overlay"), runroot=Path("/t/run"), driver="overlay")
@@ -198,3 +199,14 @@ def test_main_prints_github_outputs(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("version=")
     assert publish.main(["check", "--tag", "v99.0.0"]) == 1
     assert "appVersion" in capsys.readouterr().err
+
+
+def test_podman_runroot_stays_within_podmans_length_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Podman refuses a --runroot over 50 characters; a long TMPDIR (nox's per-session folder in
+    a deep clone) must not break the image build."""
+    monkeypatch.setattr(tempfile, "tempdir", "/short")
+    assert podman.runroot("overlay") == Path("/short/slinky-suite-podman-overlay")
+    monkeypatch.setattr(tempfile, "tempdir", "/work/a-deep-clone/main/.nox/cluster/tmp")
+    long = podman.runroot("overlay")
+    assert len(str(long)) <= podman.RUNROOT_LIMIT
+    assert long == Path("/tmp/slinky-suite-podman-overlay")
