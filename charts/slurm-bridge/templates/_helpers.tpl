@@ -186,14 +186,23 @@ scheduler-config
 {{- end }}
 
 {{- /*
-Secret name of the admission webhook serving certificate.
+Secret name of the admission webhook serving certificate: admission.tls.existingSecret, else
+admission.tls.secretName, else "<fullname>-admission" with cert-manager (upstream's name, so
+cert-manager keeps renewing the Secret it has) and "<fullname>-admission-tls" without: upstream's
+default release has cert-manager's "<fullname>-admission", which Helm cannot adopt, so a Secret of
+that name rendered by this chart would fail `helm upgrade` of such a release.
 Usage: {{ include "slurm-bridge.admission.tlsSecretName" . }}
 */}}
 {{- define "slurm-bridge.admission.tlsSecretName" -}}
+{{- $admission := include "slurm-bridge.component.fullname" (dict "context" . "component" "admission") }}
 {{- if .Values.admission.tls.existingSecret }}
 {{- .Values.admission.tls.existingSecret }}
+{{- else if .Values.admission.tls.secretName }}
+{{- .Values.admission.tls.secretName }}
+{{- else if .Values.admission.certManager.enabled }}
+{{- $admission }}
 {{- else }}
-{{- .Values.admission.tls.secretName | default (include "slurm-bridge.component.fullname" (dict "context" . "component" "admission")) }}
+{{- printf "%s-tls" ($admission | trunc 59 | trimSuffix "-") }}
 {{- end }}
 {{- end }}
 
