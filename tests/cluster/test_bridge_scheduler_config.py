@@ -51,7 +51,8 @@ def _render(values: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     deployment = next(
         d
         for d in result.docs
-        if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-scheduler")
+        if d["kind"] == "Deployment"
+        and d["metadata"]["labels"].get("app.kubernetes.io/component") == "scheduler"
     )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     return configs, [*container.get("command", []), *container.get("args", [])]

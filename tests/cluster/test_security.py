@@ -221,6 +221,9 @@ def test_slurmd_pod_of_nodeset_is_rejected_in_restricted_namespace(
 # -- RBAC --
 
 EXPECTATIONS = yaml.safe_load((support.DATA / "rbac-expectations.yaml").read_text())
+UPSTREAM_NAMED = {"slurm-bridge"}
+"""Charts that name their ServiceAccounts as upstream's chart does, without the release name
+(charts/slurm-bridge/README.md "Names"): ``<chart><suffix>``."""
 RBAC_CASES = [
     (chart, suffix) for chart, comps in EXPECTATIONS["charts"].items() for suffix in comps
 ]
@@ -290,7 +293,10 @@ def test_service_account_rbac_matches_expectations(
 ) -> None:
     namespace = rbac_releases
     release = f"rbac-{chart}"[:40]
-    sa = f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
+    if chart in UPSTREAM_NAMED:
+        sa = f"{chart}{suffix}"
+    else:
+        sa = f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
     core: Any = client.CoreV1Api(api_client)
     accounts = {str(a.metadata.name) for a in core.list_namespaced_service_account(namespace).items}
     assert sa in accounts, sorted(accounts)

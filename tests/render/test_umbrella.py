@@ -279,9 +279,13 @@ def test_two_releases_share_no_object_names(chart: Path) -> None:
     by ``topology.configMapRef.name``, not by the chart): a lookup-guarded hook, created only when
     that ConfigMap is absent and never owned by a release. The CRDs have one owner per cluster
     (README), so the second release leaves them to the first (``slurm-operator.crds.enabled:
-    false``)."""
+    false``). slurm-bridge names its objects as upstream's chart does, without the release (one
+    bridge per namespace, charts/slurm-bridge/README.md "Names"), so the second release runs
+    none (``slurm-bridge.enabled: false``)."""
     values = with_globals({})
-    second = with_globals({"slurm-operator": {"crds": {"enabled": False}}})
+    second = with_globals(
+        {"slurm-operator": {"crds": {"enabled": False}}, "slurm-bridge": {"enabled": False}}
+    )
 
     def names(release: str) -> set[tuple[str, str]]:
         docs = render(chart, values if release == "one" else second, release=release).docs
@@ -343,7 +347,7 @@ PASS_THROUGH: list[Any] = [
     pytest.param(
         "slurm-bridge",
         {"scheduler": {"replicas": 2}},
-        ("Deployment", "rel-slurm-bridge-scheduler", "spec.replicas", 2),
+        ("Deployment", "slurm-bridge-scheduler", "spec.replicas", 2),
         id="slurm-bridge",
     ),
 ]

@@ -387,8 +387,8 @@ BRIDGE_ROWS = (
             "scheduler": {"serviceAccount": {"name": "bridge"}},
             "controllers": {"serviceAccount": {"name": "bridge"}},
         },
-        "two created ServiceAccounts share a name (bridge, rel-slurm-bridge-admission, bridge, "
-        "rel-slurm-bridge-test): give scheduler, admission and controllers different `serviceAccount.name` "
+        "two created ServiceAccounts share a name (bridge, slurm-bridge-admission, bridge, "
+        "slurm-bridge-test): give scheduler, admission and controllers different `serviceAccount.name` "
         "values (or leave them empty).",
     ),
     Row(

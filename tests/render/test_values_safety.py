@@ -534,9 +534,13 @@ def test_operator_watching_all_namespaces_warns_about_cluster_wide_secrets() -> 
 
 
 def policies(result: helm.HelmResult) -> dict[str, Doc]:
+    """NetworkPolicies by the component they fence: the component label of their pod selector,
+    else of their own labels (slurm-bridge selects pods by name and instance only, as upstream),
+    else their name."""
+    key = "app.kubernetes.io/component"
     return {
         d["spec"]["podSelector"]["matchLabels"].get(
-            "app.kubernetes.io/component", d["metadata"]["name"]
+            key, (d["metadata"].get("labels") or {}).get(key, d["metadata"]["name"])
         ): d
         for d in docs_of(result, "NetworkPolicy")
     }

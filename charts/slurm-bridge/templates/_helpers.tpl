@@ -12,40 +12,27 @@ Usage: {{ include "slurm-bridge.name" . }}
 {{- end }}
 
 {{- /*
-Fully qualified base name of every object, truncated to 63 characters.
+Base name of every object: fullnameOverride, else the chart name (nameOverride), truncated to 63
+characters. Unlike `helm create`'s fullname, the release name is NOT part of it: upstream's v1.2.1
+chart names its objects "<name>-<component>" whatever the release is called, and keeping those
+names (and the selectors made from them) is what lets `helm upgrade` move an upstream release to
+this chart in place. The price, as upstream: one release per namespace unless nameOverride or
+fullnameOverride differ.
 Usage: {{ include "slurm-bridge.fullname" . }}
 */}}
 {{- define "slurm-bridge.fullname" -}}
-{{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
-{{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
+{{- .Values.fullnameOverride | default (include "slurm-bridge.name" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{- /*
-Name of a namespaced component object: the base name truncated to 52 characters (less for
-suffixes over 10 characters, so the result stays within 63), then "-<suffix>".
-Usage: {{ include "slurm-bridge.componentName" (dict "context" . "suffix" "scheduler") }}
+Name of a component object: the base name truncated to 52 characters (less for suffixes over 10
+characters, so the result stays within 63), then "-<suffix>". Cluster-scoped objects
+(ClusterRoles, webhook configurations) are named the same way, as upstream names them.
+Usage: {{ include "slurm-bridge.componentName" (dict "context" . "suffix" "admission") }}
 */}}
 {{- define "slurm-bridge.componentName" -}}
 {{- $max := min 52 (sub 62 (len .suffix)) | int }}
 {{- printf "%s-%s" (include "slurm-bridge.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
-{{- end }}
-
-{{- /*
-Name of a cluster-scoped object (ClusterRole, ClusterRoleBinding, webhook configurations):
-"<fullname>-<namespace>-<suffix>", so two releases of the same name in different namespaces, or
-of different names in one namespace, never share one.
-Usage: {{ include "slurm-bridge.clusterName" (dict "context" . "suffix" "scheduler") }}
-*/}}
-{{- define "slurm-bridge.clusterName" -}}
-{{- printf "%s-%s-%s" (include "slurm-bridge.fullname" .context) (include "slurm-bridge.namespace" .context) .suffix | trunc 253 | trimSuffix "-" }}
 {{- end }}
 
 {{- /*
@@ -65,22 +52,25 @@ Usage: {{ include "slurm-bridge.namespace" . }}
 {{- end }}
 
 {{- /*
-Selector labels: name, instance and component only (selectors are immutable).
+Selector labels, as upstream v1.2.1 selects (Deployment selectors are immutable, so an upgrade from
+upstream's chart needs exactly these): app.kubernetes.io/name = the component's object name
+("<fullname>-admission", the scheduler name for the scheduler) and app.kubernetes.io/instance =
+the release. The component label is in the metadata labels only.
 Usage: {{ include "slurm-bridge.selectorLabels" (dict "context" . "component" "scheduler") }}
 */}}
 {{- define "slurm-bridge.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "slurm-bridge.name" .context }}
+app.kubernetes.io/name: {{ include "slurm-bridge.component.fullname" . | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/instance: {{ .context.Release.Name | trunc 63 | trimSuffix "-" | quote }}
-app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- /*
-Full metadata labels: selector labels plus chart, version, part-of and managed-by.
+Full metadata labels: selector labels plus component, chart, version, part-of and managed-by.
 Usage: {{ include "slurm-bridge.labels" (dict "context" . "component" "scheduler") }}
 */}}
 {{- define "slurm-bridge.labels" -}}
 helm.sh/chart: {{ include "slurm-bridge.chart" .context }}
 {{ include "slurm-bridge.selectorLabels" . }}
+app.kubernetes.io/component: {{ .component }}
 {{- with .context.Chart.AppVersion }}
 app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
 {{- end }}
@@ -95,7 +85,7 @@ Usage: {{ include "slurm-bridge.serviceAccountName" (dict "context" . "component
 {{- define "slurm-bridge.serviceAccountName" -}}
 {{- $sa := (index .context.Values .component).serviceAccount }}
 {{- if $sa.create }}
-{{- default (include "slurm-bridge.componentName" (dict "context" .context "suffix" .component)) $sa.name }}
+{{- default (include "slurm-bridge.component.fullname" .) $sa.name }}
 {{- else }}
 {{- default "default" $sa.name }}
 {{- end }}
@@ -155,47 +145,64 @@ Usage: {{ include "slurm-bridge.priorityClassName" (dict "context" . "component"
 
 {{- /*
 THE scheduler name: the `schedulerName` of the scheduler profile, of pods the admission webhook
-rewrites, of the managed-node taint value and of config.yaml. Every template uses this helper and
-nothing else. Default "<fullname>-scheduler" (release-scoped, so two bridges never share one).
+rewrites, of the managed-node taint value and of config.yaml, and the name of the scheduler's
+Deployment, ServiceAccount and ClusterRole (as upstream). Every template uses this helper and
+nothing else. Default "slurm-bridge-scheduler", upstream's: pods already created for an upstream
+release carry it, and a different name would leave them unscheduled after an upgrade.
 Usage: {{ include "slurm-bridge.schedulerName" . }}
 */}}
 {{- define "slurm-bridge.schedulerName" -}}
-{{- .Values.scheduler.schedulerName | default (include "slurm-bridge.componentName" (dict "context" . "suffix" "scheduler")) }}
+{{- .Values.scheduler.schedulerName | default "slurm-bridge-scheduler" }}
 {{- end }}
 
 {{- /*
-Name of a component's Deployment (and Service, PDB, ...).
+Name of a component's Deployment (and ServiceAccount, Service, PDB, ...): "<fullname>-<component>",
+the scheduler name for the scheduler.
 Usage: {{ include "slurm-bridge.component.fullname" (dict "context" . "component" "admission") }}
 */}}
 {{- define "slurm-bridge.component.fullname" -}}
+{{- if eq .component "scheduler" }}
+{{- include "slurm-bridge.schedulerName" .context }}
+{{- else }}
 {{- include "slurm-bridge.componentName" (dict "context" .context "suffix" .component) }}
+{{- end }}
 {{- end }}
 
 {{- /*
-ConfigMap holding config.yaml (shared by the three components).
+ConfigMap holding config.yaml (shared by the three components): "slurm-bridge-config", upstream's
+fixed name.
 Usage: {{ include "slurm-bridge.configName" . }}
 */}}
 {{- define "slurm-bridge.configName" -}}
-{{- include "slurm-bridge.componentName" (dict "context" . "suffix" "config") }}
+slurm-bridge-config
 {{- end }}
 
 {{- /*
-ConfigMap holding the KubeSchedulerConfiguration.
+ConfigMap holding the KubeSchedulerConfiguration: "scheduler-config", upstream's fixed name.
 Usage: {{ include "slurm-bridge.scheduler.configName" . }}
 */}}
 {{- define "slurm-bridge.scheduler.configName" -}}
-{{- include "slurm-bridge.componentName" (dict "context" . "suffix" "scheduler-config") }}
+scheduler-config
 {{- end }}
 
 {{- /*
-Secret name of the admission webhook serving certificate.
+Secret name of the admission webhook serving certificate: admission.tls.existingSecret, else
+admission.tls.secretName, else "<fullname>-admission" with cert-manager (upstream's name, so
+cert-manager keeps renewing the Secret it has) and "<fullname>-admission-tls" without: upstream's
+default release has cert-manager's "<fullname>-admission", which Helm cannot adopt, so a Secret of
+that name rendered by this chart would fail `helm upgrade` of such a release.
 Usage: {{ include "slurm-bridge.admission.tlsSecretName" . }}
 */}}
 {{- define "slurm-bridge.admission.tlsSecretName" -}}
+{{- $admission := include "slurm-bridge.component.fullname" (dict "context" . "component" "admission") }}
 {{- if .Values.admission.tls.existingSecret }}
 {{- .Values.admission.tls.existingSecret }}
+{{- else if .Values.admission.tls.secretName }}
+{{- .Values.admission.tls.secretName }}
+{{- else if .Values.admission.certManager.enabled }}
+{{- $admission }}
 {{- else }}
-{{- .Values.admission.tls.secretName | default (include "slurm-bridge.componentName" (dict "context" . "suffix" "admission-tls")) }}
+{{- printf "%s-tls" ($admission | trunc 59 | trimSuffix "-") }}
 {{- end }}
 {{- end }}
 

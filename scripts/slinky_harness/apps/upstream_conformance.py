@@ -4,7 +4,9 @@ For each upstream chart (``slurm``, ``slurm-operator``, ``slurm-bridge``) and ou
 renders upstream's defaults and every test overlay of upstream's helm-unittest suites with both
 charts (:mod:`slinky_harness.helm.upstream` says how) and prints per chart: the cases, how many
 upstream renders, how many ours accepts, and of those how many render equal or different Slinky
-resources. It is a measurement: it exits 0 unless it could not run, or, with
+resources, less the documented intentional differences (``--intentional-file``, default
+``tests/render/upstream_intentional_differences.yaml``; each one used is listed with its count of
+cases). It is a measurement: it exits 0 unless it could not run, or, with
 ``--min-accepted-file``, when a count fell below that file's floor.
 
 Usage::
@@ -58,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="floor file (tests/render/upstream_conformance_floor.yaml): exit 1 below it",
     )
+    parser.add_argument(
+        "--intentional-file",
+        type=Path,
+        metavar="FILE",
+        default=upstream.INTENTIONAL_FILE,
+        help="intentional differences, per upstream chart (default: %(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="renders at once (default: CPUs)")
     return parser
 
@@ -66,7 +75,9 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _measure(chart: str, workers: int | None) -> upstream.ChartReport:
+def _measure(
+    chart: str, workers: int | None, intentional: Sequence[upstream.Intentional]
+) -> upstream.ChartReport:
     started = time.monotonic()
     _log(f"{chart}: reading upstream's suites and chart ({upstream.reference()})")
     upstream.upstream_chart(chart)
@@ -74,7 +85,7 @@ def _measure(chart: str, workers: int | None) -> upstream.ChartReport:
     with heartbeat(
         f"{chart}: rendering {cases} cases with upstream's chart and ours", "under 1 min"
     ):
-        report = upstream.measure(chart, workers=workers)
+        report = upstream.measure(chart, workers=workers, intentional=intentional)
     _log(f"{chart}: measured in {elapsed(time.monotonic() - started)}")
     return report
 
@@ -86,6 +97,16 @@ def print_report(reports: Sequence[upstream.ChartReport], verbose: bool, out: Te
         counts = report.counts()
         name = f"{report.chart} -> {report.ours}"
         print(f"{name:34} " + " ".join(f"{counts[c]:>16}" for c in COLUMNS), file=out)
+    for report in reports:
+        uses = report.intentional_uses()
+        if uses:
+            print(
+                f"\n{report.chart}: {report.intentionally_equal} of {report.equal} equal cases "
+                "are equal less these intentional differences (cases covered)",
+                file=out,
+            )
+            for key, count in uses:
+                print(f"  {count:4}  {key}", file=out)
     for report in reports:
         top = report.top_reasons()
         if top:
@@ -114,7 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         floor = upstream.load_floor(args.min_accepted_file) if args.min_accepted_file else {}
-        reports = [_measure(chart, args.workers) for chart in args.chart or upstream.CHARTS]
+        intentional = upstream.load_intentional(args.intentional_file)
+        reports = [
+            _measure(chart, args.workers, intentional) for chart in args.chart or upstream.CHARTS
+        ]
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -19,7 +19,11 @@ they are from that, never copying anything of upstream into the repository:
   name and namespace; a schema or template failure means "not accepted". When both render, the
   Slinky custom resources (group ``slinky.slurm.net``) and, for the operator and bridge charts,
   each Deployment's container images, arguments and environment are compared on every field
-  upstream sets, less the documented :data:`INTENTIONAL_DIFFERENCES`.
+  upstream sets; for a chart whose :attr:`UpstreamChart.names` is set, also every object's kind,
+  name and namespace, each Deployment's selector, ServiceAccount and mounted ConfigMaps and
+  Secrets, and each Service's selector and ``clusterIP`` (what ``helm upgrade`` of an upstream
+  release needs to keep). The documented intentional differences
+  (:data:`INTENTIONAL_FILE`, read by :func:`load_intentional`) are left out.
 
 helm-unittest's ``set`` (see :func:`parse_set_path`) and the way it layers a test's values are
 reproduced from its documentation and behaviour: values files first (the test's, then the
@@ -60,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHARTS",
-    "INTENTIONAL_DIFFERENCES",
+    "INTENTIONAL_FILE",
     "REFERENCE_ENV",
     "ChartReport",
     "Difference",
@@ -72,6 +76,7 @@ __all__ = [
     "build_set_value",
     "compare",
     "load_cases",
+    "load_intentional",
     "measure",
     "parse_set_path",
     "suite_files",
@@ -89,6 +94,8 @@ OPERATOR_MODULE = "github.com/SlinkyProject/slurm-operator"
 BRIDGE_MODULE = "github.com/SlinkyProject/slurm-bridge"
 TOOLS_MODULE = REPO_ROOT / "tools"
 """The Go module whose ``go.sum`` pins the hashes of both Slinky modules."""
+INTENTIONAL_FILE = REPO_ROOT / "tests" / "render" / "upstream_intentional_differences.yaml"
+"""The documented intentional differences, per upstream chart (see :func:`load_intentional`)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,9 @@ class UpstreamChart:
     """The suites' folder inside ``module``."""
     deployments: bool
     """Whether each Deployment's images, arguments and environment are compared too."""
+    names: bool = False
+    """Whether object names, namespaces, selectors, ServiceAccounts, mounted ConfigMaps and Secrets
+    and Service ``clusterIP`` are compared too (what an in-place ``helm upgrade`` needs)."""
 
     @property
     def our_path(self) -> Path:
@@ -116,7 +126,7 @@ CHARTS: dict[str, UpstreamChart] = {
             "slurm-operator", "slurm-operator", OPERATOR_MODULE, "helm/slurm-operator/tests", True
         ),
         UpstreamChart(
-            "slurm-bridge", "slurm-bridge", BRIDGE_MODULE, "helm/slurm-bridge/tests", True
+            "slurm-bridge", "slurm-bridge", BRIDGE_MODULE, "helm/slurm-bridge/tests", True, True
         ),
     )
 }
@@ -437,21 +447,27 @@ def upstream_chart(chart: str) -> Path:
 
 @dataclass(frozen=True)
 class Intentional:
-    """A difference from upstream that is meant: objects of ``kind``, at ``path`` (both patterns
-    in which ``*`` stands for any text), in the renders of ``charts`` (upstream's names)."""
+    """A difference from upstream that is meant: objects of ``kind`` named ``name``, at ``path``
+    (patterns in which ``*`` stands for any text; an empty ``path`` is an object only one side
+    renders), in the renders of ``charts`` (upstream's names), for ``reason``."""
 
     kind: str
     path: str
     reason: str
     charts: tuple[str, ...]
+    name: str = "*"
 
     @property
     def key(self) -> str:
-        """How an outcome names this entry: ``<kind> <path>``."""
-        return f"{self.kind} {self.path}"
+        """How an outcome names this entry: ``<kind>/<name> <path>``."""
+        return f"{self.kind}/{self.name} {self.path}".rstrip()
 
     def covers(self, difference: Difference) -> bool:
-        return _glob(self.kind, difference.kind) and _glob(self.path, difference.path)
+        return (
+            _glob(self.kind, difference.kind)
+            and _glob(self.name, difference.name)
+            and _glob(self.path, difference.path)
+        )
 
 
 def _glob(pattern: str, text: str) -> bool:
@@ -461,18 +477,53 @@ def _glob(pattern: str, text: str) -> bool:
     return re.fullmatch(regex, text, flags=re.DOTALL) is not None
 
 
-INTENTIONAL_DIFFERENCES: tuple[Intentional, ...] = (
-    Intentional(
-        "*",
-        '*labels["helm.sh/chart"]',
-        "the chart label names the chart and its version, and ours are other charts "
-        "(slurm-cluster, not slurm) with versions of their own",
-        ("slurm",),
-    ),
-)
-"""Differences the comparison accepts, each with its reason. The render tier checks that every
-entry still covers a difference in the renders of each of its charts (an entry that no longer
-does is deleted, so the list never hides more than it says)."""
+_ENTRY_KEYS = {"kind": True, "name": False, "path": True, "reason": True}
+"""The keys of an intentional-difference entry, and whether each is required."""
+
+
+def _intentional_entry(raw: Any, chart: str, where: str) -> Intentional:
+    if not isinstance(raw, dict):
+        raise UpstreamError(f"{where}: expected a mapping with kind, path and reason")
+    unknown = sorted(set(map(str, raw)) - set(_ENTRY_KEYS))
+    if unknown:
+        raise UpstreamError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; an entry has {', '.join(_ENTRY_KEYS)}"
+        )
+    for key, required in _ENTRY_KEYS.items():
+        if required and key not in raw:
+            raise UpstreamError(f"{where}: '{key}' is missing; every entry names it")
+        if key in raw and not isinstance(raw[key], str):
+            raise UpstreamError(f"{where}.{key}: expected a string, found {raw[key]!r}")
+    if not raw["reason"].strip():
+        raise UpstreamError(f"{where}.reason is empty; say why ours differs on purpose")
+    if not raw["kind"]:
+        raise UpstreamError(f"{where}.kind is empty; write a kind or '*'")
+    return Intentional(
+        raw["kind"], raw["path"], " ".join(raw["reason"].split()), (chart,), raw.get("name", "*")
+    )
+
+
+def load_intentional(path: Path = INTENTIONAL_FILE) -> tuple[Intentional, ...]:
+    """The intentional differences of ``path``: per upstream chart name (``slurm``,
+    ``slurm-operator``, ``slurm-bridge``), a list of entries with ``kind``, ``path`` and
+    ``reason`` and an optional ``name`` (``*`` when left out). ``kind``, ``name`` and ``path``
+    are patterns matched against each :class:`Difference` (only ``*`` is special); a ``path`` of
+    ``""`` matches an object that only one side renders. The render tier fails on an entry that
+    no case of its chart uses, so the list never hides more than it says."""
+    raw = _load_yaml(path)
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise UpstreamError(f"{path}: expected a mapping of upstream chart names to lists")
+    entries: list[Intentional] = []
+    for chart, items in raw.items():
+        if chart not in CHARTS:
+            raise UpstreamError(f"{path}: {chart!r} is not an upstream chart ({', '.join(CHARTS)})")
+        if not isinstance(items, list):
+            raise UpstreamError(f"{path}: {chart} must be a list of entries (or [])")
+        for index, item in enumerate(items):
+            entries.append(_intentional_entry(item, str(chart), f"{path}: {chart}[{index}]"))
+    return tuple(entries)
 
 
 @dataclass(frozen=True)
@@ -645,10 +696,85 @@ def _is_compared(doc: Mapping[str, Any], deployments: bool) -> bool:
     return group == SLINKY_GROUP or (deployments and doc.get("kind") == "Deployment")
 
 
-def compare(
-    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]], *, deployments: bool
+def _pod_spec(doc: Mapping[str, Any]) -> dict[str, Any]:
+    template = _mapping(_mapping(doc.get("spec"), "spec").get("template"), "spec.template")
+    return _mapping(template.get("spec"), "spec.template.spec")
+
+
+CLUSTER_SCOPED = frozenset(
+    {
+        "APIService",
+        "ClusterIssuer",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "IngressClass",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "PersistentVolume",
+        "PriorityClass",
+        "StorageClass",
+        "ValidatingWebhookConfiguration",
+    }
+)
+"""Kinds whose ``metadata.namespace`` the API server ignores (a chart may set one anyway)."""
+
+
+def _identity(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What of an object an in-place ``helm upgrade`` needs kept: its namespace (unless the kind is
+    cluster-scoped); a Deployment's
+    (immutable) selector, its ServiceAccount and the ConfigMaps and Secrets its pods mount; a
+    Service's selector and (immutable) ``clusterIP``."""
+    metadata = _mapping(doc.get("metadata"), "metadata")
+    spec = _mapping(doc.get("spec"), "spec")
+    out: dict[str, Any] = {}
+    if doc.get("kind") not in CLUSTER_SCOPED:
+        out["namespace"] = metadata.get("namespace")
+    if doc.get("kind") == "Deployment":
+        pod = _pod_spec(doc)
+        volumes = [_mapping(v, "volume") for v in pod.get("volumes") or []]
+        out["selector"] = spec.get("selector")
+        out["serviceAccountName"] = pod.get("serviceAccountName")
+        out["configMaps"] = sorted(
+            str(v["configMap"].get("name")) for v in volumes if isinstance(v.get("configMap"), dict)
+        )
+        out["secrets"] = sorted(
+            str(v["secret"].get("secretName")) for v in volumes if isinstance(v.get("secret"), dict)
+        )
+    elif doc.get("kind") == "Service":
+        out["selector"] = spec.get("selector")
+        out["clusterIP"] = spec.get("clusterIP")
+    return out
+
+
+def _compare_names(
+    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]]
 ) -> list[Difference]:
-    """Every difference of ours from upstream on the compared objects (see the module doc)."""
+    """Every object upstream renders that ours does not render under the same kind and name,
+    and where a pair's :func:`_identity` differs (``identity.<field>``)."""
+    by_key = {(str(d.get("kind")), _name(d)): d for d in ours}
+    found: list[Difference] = []
+    for up in upstream:
+        kind = str(up.get("kind"))
+        our = by_key.get((kind, _name(up)))
+        if our is None:
+            found.append(Difference(kind, _name(up), "", "renders it", "does not"))
+            continue
+        up_fields, our_fields = _pruned(_identity(up)), _pruned(_identity(our))
+        for path, up_value, our_value in _diff_fields(up_fields, our_fields, "identity"):
+            found.append(Difference(kind, _name(up), path, up_value, our_value))
+    return found
+
+
+def compare(
+    upstream: Sequence[dict[str, Any]],
+    ours: Sequence[dict[str, Any]],
+    *,
+    deployments: bool,
+    names: bool = False,
+) -> list[Difference]:
+    """Every difference of ours from upstream on the compared objects (see the module doc);
+    with ``names``, also each object's name and identity (:func:`_compare_names`)."""
     by_kind: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
     for side, docs in enumerate((upstream, ours)):
         for doc in docs:
@@ -665,6 +791,9 @@ def compare(
             up_fields, our_fields = (_pruned(fields) for fields in _compared(up, our))
             for path, up_value, our_value in _diff_fields(up_fields, our_fields, ""):
                 found.append(Difference(kind, _name(up), path, up_value, our_value))
+    if names:
+        reported = {(d.kind, d.name) for d in found if d.path in ("", "metadata.name")}
+        found += [d for d in _compare_names(upstream, ours) if (d.kind, d.name) not in reported]
     return found
 
 
@@ -725,6 +854,16 @@ class ChartReport:
             "equal": self.equal,
             "different": self.different,
         }
+
+    @property
+    def intentionally_equal(self) -> int:
+        """Equal cases that are equal only less some intentional difference."""
+        return sum(1 for o in self.outcomes if o.status == "equal" and o.intentional)
+
+    def intentional_uses(self) -> list[tuple[str, int]]:
+        """Each intentional difference used, with the number of accepted cases it covered."""
+        counter = collections.Counter(key for o in self.outcomes for key in o.intentional)
+        return sorted(counter.items())
 
     def top_reasons(self, n: int = 5) -> list[tuple[str, int]]:
         """The ``n`` commonest reasons ours refuses a case, with how many cases each."""
@@ -854,7 +993,7 @@ def measure_case(
     differences: list[str] = []
     meant: set[str] = set()
     applicable = [i for i in intentional if spec.name in i.charts]
-    for difference in compare(upstream, ours, deployments=spec.deployments):
+    for difference in compare(upstream, ours, deployments=spec.deployments, names=spec.names):
         covering = next((i for i in applicable if i.covers(difference)), None)
         if covering is None:
             differences.append(str(difference))
@@ -871,21 +1010,23 @@ def measure_case(
 def measure(
     chart: str,
     *,
-    intentional: Sequence[Intentional] = INTENTIONAL_DIFFERENCES,
+    intentional: Sequence[Intentional] | None = None,
     workers: int | None = None,
     on_case: Callable[[Outcome], None] | None = None,
 ) -> ChartReport:
-    """Every case of upstream's ``chart`` (see :func:`all_cases`) against ours; ``workers``
-    renders at once (default: the number of CPUs, at most 4)."""
+    """Every case of upstream's ``chart`` (see :func:`all_cases`) against ours, less the
+    ``intentional`` differences (default: :func:`load_intentional` of :data:`INTENTIONAL_FILE`);
+    ``workers`` renders at once (default: the number of CPUs, at most 4)."""
     if chart not in CHARTS:
         raise UpstreamError(f"unknown upstream chart {chart!r}; choose from {', '.join(CHARTS)}")
     spec = CHARTS[chart]
+    meant = load_intentional() if intentional is None else intentional
     renders = _UpstreamRenders.of(upstream_chart(chart))
     cases = all_cases(chart)
     report = ChartReport(chart, spec.ours)
     pool_size = workers or min(4, os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=pool_size) as pool:
-        for outcome in pool.map(lambda c: measure_case(spec, renders, c, intentional), cases):
+        for outcome in pool.map(lambda c: measure_case(spec, renders, c, meant), cases):
             report.outcomes.append(outcome)
             if on_case is not None:
                 on_case(outcome)

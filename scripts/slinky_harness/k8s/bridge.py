@@ -138,6 +138,23 @@ class Bridge:
         return found
 
 
+def _component_deployment(manifest: Sequence[dict[str, Any]], component: str) -> dict[str, Any]:
+    """The release's one Deployment labelled ``app.kubernetes.io/component: <component>`` (the
+    scheduler's is named after the scheduler name, so its name tells nothing)."""
+    found = [
+        d
+        for d in manifest
+        if d.get("kind") == "Deployment"
+        and (d["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == component
+    ]
+    if len(found) != 1:
+        raise OperatorUnavailable(
+            f"expected one slurm-bridge {component} Deployment (label "
+            f"app.kubernetes.io/component={component}) in the release, found {len(found)}"
+        )
+    return found[0]
+
+
 @contextlib.contextmanager
 def run_for_release(
     cluster: Cluster,
@@ -171,9 +188,7 @@ def run_for_release(
         """Run ``component`` as its Deployment would: its ServiceAccount (kubeconfig and pod
         folder), its arguments with ``local(folder, kubeconfig)`` values, its environment. The
         scheduler takes its connection from its configuration file (``kubeconfig_flag=False``)."""
-        deployment = slinky_operator.release_deployment(
-            manifest, name_suffix=f"-{component}", what=f"slurm-bridge {component}"
-        )
+        deployment = _component_deployment(manifest, component)
         folder = workdir / component
         kubeconfig = slinky_operator.deployment_identity(cluster, deployment, folder)
         args = slinky_operator.local_args(deployment, local(folder, kubeconfig))

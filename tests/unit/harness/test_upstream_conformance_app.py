@@ -19,7 +19,7 @@ def _report(chart: str) -> upstream.ChartReport:
     report = upstream.ChartReport(chart, upstream.CHARTS[chart].ours)
     report.outcomes = [
         upstream.Outcome("defaults", "different", differences=["Controller/c spec.x: upstream 1"]),
-        upstream.Outcome("t.yaml#0 a", "equal"),
+        upstream.Outcome("t.yaml#0 a", "equal", intentional=["Token/*"]),
         upstream.Outcome("t.yaml#1 b", "not accepted", ["schema: at '': 'vendor' not allowed"]),
         upstream.Outcome("t.yaml#2 c", "not accepted", ["schema: at '': 'vendor' not allowed"]),
         upstream.Outcome("t.yaml#3 d", "upstream refuses", ["image tag is required"]),
@@ -31,7 +31,9 @@ def _report(chart: str) -> upstream.ChartReport:
 def measured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(upstream, "upstream_chart", lambda chart: tmp_path / f"{chart}.tgz")
     monkeypatch.setattr(upstream, "all_cases", lambda chart: [])
-    monkeypatch.setattr(upstream, "measure", lambda chart, workers=None: _report(chart))
+    monkeypatch.setattr(
+        upstream, "measure", lambda chart, workers=None, intentional=None: _report(chart)
+    )
 
 
 @pytest.mark.usefixtures("measured")
@@ -47,6 +49,8 @@ def test_it_prints_the_counts_the_reasons_and_writes_json(
     assert "slurm t.yaml#1 b: NOT ACCEPTED\n    schema: at '': 'vendor' not allowed" in printed
     assert "slurm defaults: DIFFERENT\n    Controller/c spec.x: upstream 1" in printed
     assert "t.yaml#0 a" not in printed
+    assert "slurm: 1 of 1 equal cases are equal less these intentional" in printed
+    assert "\n     1  Token/*\n" in printed
     document = json.loads(out.read_text())
     assert [c["chart"] for c in document["charts"]] == ["slurm"]
     assert document["charts"][0]["accepted"] == 2

@@ -9,6 +9,7 @@ before the value), a key that holds dots is written in brackets where a key is e
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +243,106 @@ def test_an_intentional_difference_covers_kind_and_path_globs() -> None:
     other = upstream.Difference("Controller", "c", "spec.x", "a", "b")
     assert entry.covers(label)
     assert not entry.covers(other)
-    assert all(i.reason.strip() for i in upstream.INTENTIONAL_DIFFERENCES)
+    assert all(i.reason.strip() for i in upstream.load_intentional())
+
+
+def test_an_intentional_difference_can_name_the_object() -> None:
+    entry = upstream.Intentional("Deployment", "containers.*.env.X*", "why", ("b",), "adm")
+    assert entry.covers(
+        upstream.Difference("Deployment", "adm", "containers.a.env.X.value", "", "")
+    )
+    assert not entry.covers(upstream.Difference("Deployment", "ctl", "containers.a.env.X", "", ""))
+    assert entry.key == "Deployment/adm containers.*.env.X*"
+
+
+def test_the_intentional_file_is_read_per_upstream_chart(tmp_path: Path) -> None:
+    path = tmp_path / "meant.yaml"
+    path.write_text(
+        "slurm-bridge:\n  - {kind: Token, path: '', reason: ' ours  mints it '}\nslurm: []\n",
+        encoding="utf-8",
+    )
+    assert upstream.load_intentional(path) == (
+        upstream.Intentional("Token", "", "ours mints it", ("slurm-bridge",), "*"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("slurm-brige: []\n", "'slurm-brige' is not an upstream chart"),
+        ("slurm: {kind: x}\n", "slurm must be a list of entries"),
+        ("slurm:\n  - {kind: x, path: y}\n", "slurm[0]: 'reason' is missing"),
+        ("slurm:\n  - {kind: x, path: y, reason: ' '}\n", "slurm[0].reason is empty"),
+        ("slurm:\n  - {kind: x, path: y, reason: r, why: z}\n", "unknown key(s) why"),
+        ("slurm:\n  - {kind: x, path: 1, reason: r}\n", "slurm[0].path: expected a string"),
+    ],
+)
+def test_a_bad_intentional_file_names_the_entry_and_the_fix(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "meant.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(upstream.UpstreamError, match=re.escape(message)):
+        upstream.load_intentional(path)
+
+
+def _object(kind: str, name: str, namespace: str | None = "ns", **spec: Any) -> dict[str, Any]:
+    metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
+    return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def test_names_compare_every_upstream_object_and_what_an_upgrade_keeps() -> None:
+    """With ``names``, an object upstream renders and ours does not is named, and so are a
+    Service's selector and clusterIP and a namespace; a cluster-scoped kind's namespace (which
+    the API server ignores) and objects only ours renders are not differences."""
+    up = [
+        _object("Service", "ctl", selector={"app": "ctl"}, clusterIP="None"),
+        _object("ConfigMap", "cfg"),
+        _object("ClusterRole", "ctl"),
+        _object("Secret", "tls"),
+    ]
+    ours = [
+        _object("Service", "ctl", selector={"app": "ctl", "c": "x"}),
+        _object("ConfigMap", "cfg", namespace="other"),
+        _object("ClusterRole", "ctl", namespace=None),
+        _object("Secret", "tls"),
+        _object("NetworkPolicy", "extra"),
+    ]
+    assert upstream.compare(up, ours, deployments=True) == []
+    found = [str(d) for d in upstream.compare(up, ours, deployments=True, names=True)]
+    assert found == [
+        'Service/ctl identity.clusterIP: upstream "None", ours unset',
+        'ConfigMap/cfg identity.namespace: upstream "ns", ours "other"',
+    ]
+    found = [str(d) for d in upstream.compare(up, ours[:2], deployments=True, names=True)]
+    assert found[-2:] == [
+        "ClusterRole/ctl: upstream renders it, ours does not",
+        "Secret/tls: upstream renders it, ours does not",
+    ]
+
+
+def test_names_compare_a_deployments_selector_account_and_mounts() -> None:
+    def deployment(selector: str, account: str, config: str) -> dict[str, Any]:
+        doc = _deployment("d", name="c", image="i")
+        doc["spec"]["selector"] = {"matchLabels": {"app": selector}}
+        pod = doc["spec"]["template"]["spec"]
+        pod["serviceAccountName"] = account
+        pod["volumes"] = [
+            {"name": "a", "configMap": {"name": config}},
+            {"name": "b", "secret": {"secretName": "tls"}},
+        ]
+        return doc
+
+    up, same = deployment("d", "sa", "cfg"), deployment("d", "sa", "cfg")
+    same["spec"]["template"]["spec"]["volumes"].reverse()  # volume order and names do not count
+    assert upstream.compare([up], [same], deployments=True, names=True) == []
+    other = deployment("x", "sa2", "cfg2")
+    found = [str(d) for d in upstream.compare([up], [other], deployments=True, names=True)]
+    assert found == [
+        'Deployment/d identity.selector.matchLabels.app: upstream "d", ours "x"',
+        'Deployment/d identity.serviceAccountName: upstream "sa", ours "sa2"',
+        'Deployment/d identity.configMaps[0]: upstream "cfg", ours "cfg2"',
+    ]
 
 
 SCHEMA_ERROR = """\

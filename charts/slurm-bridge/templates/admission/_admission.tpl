@@ -4,11 +4,11 @@ Helpers of the admission webhook configurations (templates/admission/admission.y
 */}}
 
 {{- /*
-Name of the Validating/MutatingWebhookConfiguration (cluster-scoped: release + namespace).
+Name of the Validating/MutatingWebhookConfiguration: the admission component's name, as upstream.
 Usage: {{ include "slurm-bridge.admission.configName" . }}
 */}}
 {{- define "slurm-bridge.admission.configName" -}}
-{{- include "slurm-bridge.clusterName" (dict "context" . "suffix" "admission") }}
+{{- include "slurm-bridge.component.fullname" (dict "context" . "component" "admission") }}
 {{- end }}
 
 {{- /*

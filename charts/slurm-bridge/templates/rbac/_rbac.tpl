@@ -1,7 +1,7 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
-RBAC helpers. Rules live in files/rbac/<component>-rules.yaml. Cluster-scoped names carry the
-release and the namespace ("slurm-bridge.clusterName").
+RBAC helpers. Rules live in files/rbac/<component>-rules.yaml. ClusterRoles and their bindings
+are named as upstream names them: after the component ("slurm-bridge.component.fullname").
 */}}
 
 {{- /*
@@ -19,7 +19,7 @@ Usage: {{ include "slurm-bridge.rbac.cluster" (dict "context" . "component" "sch
 {{- define "slurm-bridge.rbac.cluster" -}}
 {{- if include "slurm-bridge.rbac.enabled" . }}
 {{- $file := include "slurm-bridge.rbacRules" . | fromYaml }}
-{{- $name := include "slurm-bridge.clusterName" (dict "context" .context "suffix" .component) }}
+{{- $name := include "slurm-bridge.component.fullname" . }}
 {{- if eq .kind "ClusterRole" }}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -57,7 +57,7 @@ Usage: {{ include "slurm-bridge.rbac.leaderElection" (dict "context" . "componen
 {{- $c := index .context.Values .component }}
 {{- if and (include "slurm-bridge.rbac.enabled" .) $c.leaderElection.enabled }}
 {{- $file := include "slurm-bridge.rbacRules" . | fromYaml }}
-{{- $name := include "slurm-bridge.componentName" (dict "context" .context "suffix" (printf "%s-leader" .component)) }}
+{{- $name := printf "%s-leader" (include "slurm-bridge.component.fullname" . | trunc 56 | trimSuffix "-") }}
 {{- $ns := include "slurm-bridge.namespace" .context }}
 {{- if eq .kind "Role" }}
 apiVersion: rbac.authorization.k8s.io/v1

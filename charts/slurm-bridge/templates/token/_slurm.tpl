@@ -78,23 +78,25 @@ Usage: {{ if include "slurm-bridge.token.enabled" . }}
 {{- end }}
 
 {{- /*
-Name of the Token object.
+Name of the Token object: "<fullname>-jwt". Not "slurm-bridge-token": upstream's quickstart has
+users apply a Token of that name by hand, and Helm cannot adopt it on upgrade.
 Usage: {{ include "slurm-bridge.token.name" . }}
 */}}
 {{- define "slurm-bridge.token.name" -}}
-{{- include "slurm-bridge.componentName" (dict "context" . "suffix" "token") }}
+{{- include "slurm-bridge.componentName" (dict "context" . "suffix" "jwt") }}
 {{- end }}
 
 {{- /*
 Secret the scheduler and controllers read the JWT from: slurm.jwt.existingSecret, else the
-Secret the Token writes (slurm.jwt.token.secretName, default "<fullname>-jwt").
+Secret the Token writes (slurm.jwt.token.secretName, default "slurm-bridge-token": upstream's
+sharedConfig.slurmJwtSecret default, so an upgraded upstream release reads the Secret it had).
 Usage: {{ include "slurm-bridge.jwtSecretName" . }}
 */}}
 {{- define "slurm-bridge.jwtSecretName" -}}
 {{- if .Values.slurm.jwt.existingSecret }}
 {{- .Values.slurm.jwt.existingSecret }}
 {{- else }}
-{{- .Values.slurm.jwt.token.secretName | default (include "slurm-bridge.componentName" (dict "context" . "suffix" "jwt")) }}
+{{- .Values.slurm.jwt.token.secretName | default "slurm-bridge-token" }}
 {{- end }}
 {{- end }}
 
