@@ -64,12 +64,18 @@ Usage: {{ include "slurm-operator.componentObjectName" (dict "context" . "compon
 {{- end }}
 
 {{- /*
-Name of a component's RBAC objects (ClusterRole, bindings, Roles): its default ServiceAccount
-name, "<fullname>" for the operator and "<name>-webhook" for the webhook (upstream's names).
-Usage: {{ include "slurm-operator.rbacName" (dict "context" . "component" "webhook") }}
+Name of a component's RBAC objects, as upstream's. The ClusterRoleBinding (binding=true) is named
+after the ServiceAccount the chart creates (`serviceAccount.name` when set); so is the operator's
+ClusterRole, while the webhook's ClusterRole is always "<name>-webhook". Without a custom name:
+"<fullname>" for the operator, "<name>-webhook" for the webhook. Roles and RoleBindings (our
+namespace scoping) take the ClusterRole's name.
+Usage: {{ include "slurm-operator.rbacName" (dict "context" . "component" "webhook" "binding" true) }}
 */}}
 {{- define "slurm-operator.rbacName" -}}
-{{- if eq .component "operator" }}
+{{- $sa := (index .context.Values .component).serviceAccount }}
+{{- if and $sa.create $sa.name (or .binding (eq .component "operator")) }}
+{{- $sa.name }}
+{{- else if eq .component "operator" }}
 {{- include "slurm-operator.fullname" .context }}
 {{- else }}
 {{- include "slurm-operator.webhook.name" .context }}

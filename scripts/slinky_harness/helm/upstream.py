@@ -19,7 +19,9 @@ they are from that, never copying anything of upstream into the repository:
   name and namespace; a schema or template failure means "not accepted". When both render, the
   Slinky custom resources (group ``slinky.slurm.net``) and, for the operator and bridge charts,
   each Deployment's container images, arguments and environment are compared on every field
-  upstream sets, less the documented :data:`INTENTIONAL_DIFFERENCES`.
+  upstream sets, less the documented :data:`INTENTIONAL_DIFFERENCES`; for the operator chart,
+  also the names an upgrade from upstream's release must keep and the Deployments' selectors
+  (:attr:`UpstreamChart.kept`).
 
 helm-unittest's ``set`` (see :func:`parse_set_path`) and the way it layers a test's values are
 reproduced from its documentation and behaviour: values files first (the test's, then the
@@ -102,6 +104,10 @@ class UpstreamChart:
     """The suites' folder inside ``module``."""
     deployments: bool
     """Whether each Deployment's images, arguments and environment are compared too."""
+    kept: tuple[str, ...] = ()
+    """Kinds whose names ``helm upgrade`` from upstream's release must keep: every object of these
+    kinds that upstream renders, ours renders with the same name (more is fine: our extensions),
+    and each Deployment's selector, which Kubernetes never lets change, equals upstream's."""
 
     @property
     def our_path(self) -> Path:
@@ -113,7 +119,24 @@ CHARTS: dict[str, UpstreamChart] = {
     for chart in (
         UpstreamChart("slurm", "slurm-cluster", OPERATOR_MODULE, "helm/slurm/tests", False),
         UpstreamChart(
-            "slurm-operator", "slurm-operator", OPERATOR_MODULE, "helm/slurm-operator/tests", True
+            "slurm-operator",
+            "slurm-operator",
+            OPERATOR_MODULE,
+            "helm/slurm-operator/tests",
+            True,
+            kept=(
+                "Certificate",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Deployment",
+                "Issuer",
+                "MutatingWebhookConfiguration",
+                "PodDisruptionBudget",
+                "Secret",
+                "Service",
+                "ServiceAccount",
+                "ValidatingWebhookConfiguration",
+            ),
         ),
         UpstreamChart(
             "slurm-bridge", "slurm-bridge", BRIDGE_MODULE, "helm/slurm-bridge/tests", True
@@ -645,8 +668,39 @@ def _is_compared(doc: Mapping[str, Any], deployments: bool) -> bool:
     return group == SLINKY_GROUP or (deployments and doc.get("kind") == "Deployment")
 
 
+def _kept(
+    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]], kinds: Sequence[str]
+) -> list[Difference]:
+    """Objects of ``kinds`` that upstream renders and ours does not render under the same name,
+    and Deployments (of the same name) whose selector differs from upstream's."""
+    found: list[Difference] = []
+    our_docs = {(str(d.get("kind")), _name(d)): d for d in ours}
+    for doc in upstream:
+        kind = str(doc.get("kind"))
+        if kind not in kinds:
+            continue
+        mine = our_docs.get((kind, _name(doc)))
+        if mine is None:
+            found.append(Difference(kind, _name(doc), "", "renders it", "not under this name"))
+        elif kind == "Deployment":
+            up_selector, our_selector = (
+                _mapping(_mapping(d.get("spec"), "spec").get("selector"), "spec.selector")
+                for d in (doc, mine)
+            )
+            if up_selector != our_selector:
+                path = "spec.selector"
+                found.append(
+                    Difference(kind, _name(doc), path, _short(up_selector), _short(our_selector))
+                )
+    return found
+
+
 def compare(
-    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]], *, deployments: bool
+    upstream: Sequence[dict[str, Any]],
+    ours: Sequence[dict[str, Any]],
+    *,
+    deployments: bool,
+    kept: Sequence[str] = (),
 ) -> list[Difference]:
     """Every difference of ours from upstream on the compared objects (see the module doc)."""
     by_kind: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
@@ -665,7 +719,7 @@ def compare(
             up_fields, our_fields = (_pruned(fields) for fields in _compared(up, our))
             for path, up_value, our_value in _diff_fields(up_fields, our_fields, ""):
                 found.append(Difference(kind, _name(up), path, up_value, our_value))
-    return found
+    return found + _kept(upstream, ours, kept)
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -854,7 +908,7 @@ def measure_case(
     differences: list[str] = []
     meant: set[str] = set()
     applicable = [i for i in intentional if spec.name in i.charts]
-    for difference in compare(upstream, ours, deployments=spec.deployments):
+    for difference in compare(upstream, ours, deployments=spec.deployments, kept=spec.kept):
         covering = next((i for i in applicable if i.covers(difference)), None)
         if covering is None:
             differences.append(str(difference))

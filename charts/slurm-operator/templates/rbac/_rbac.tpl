@@ -56,7 +56,7 @@ Usage: {{ include "slurm-operator.rbac.clusterRoleBinding" (dict "context" . "co
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
-  name: {{ $name | quote }}
+  name: {{ include "slurm-operator.rbacName" (merge (dict "binding" true) .) | quote }}
   labels:
     {{- include "slurm-operator.labels" . | nindent 4 }}
 roleRef:
