@@ -499,6 +499,33 @@ def test_operator_profiling_opened_explicitly_warns_in_notes() -> None:
     assert warnings.startswith("WARNINGS") and "0.0.0.0:6060" in warnings, result.notes
 
 
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param({"operator": {"metricsPort": "08080"}}, "operator.metricsPort", id="octal"),
+        pytest.param({"webhook": {"metricsPort": 70000}}, "webhook.metricsPort", id="port-range"),
+        pytest.param({"operator": {"enabled": "yes"}}, "operator.enabled", id="enabled-string"),
+        pytest.param(
+            {"operator": {"leaderElection": {"enabled": True}}},
+            "operator.leaderElection",
+            id="old-leader-election-object",
+        ),
+        pytest.param({"certManager": {"secretNam": "x"}}, "certManager", id="misspelt-key"),
+        pytest.param({"operator": {"namespaces": ["a"]}}, "operator.namespaces", id="list"),
+        pytest.param(
+            {"extraObjects": [{"kind": "ConfigMap"}]}, "extraObjects.0", id="no-apiVersion"
+        ),
+        pytest.param({"watchNamespaces": ["a"]}, "", id="removed-key"),
+    ],
+)
+def test_upstream_keys_stay_strict(values: dict[str, Any], path: str) -> None:
+    """Upstream's keys are known to the schema, which still refuses a wrong type, an unknown key
+    (naming where it is) and a key this chart no longer has."""
+    stderr = assert_rejected("slurm-operator", values, path)
+    if not path:
+        assert "watchNamespaces" in stderr, stderr
+
+
 def rules_granting(docs: list[Doc], kind: str, resource: str) -> list[Doc]:
     return [
         d
