@@ -221,6 +221,10 @@ def test_slurmd_pod_of_nodeset_is_rejected_in_restricted_namespace(
 # -- RBAC --
 
 EXPECTATIONS = yaml.safe_load((support.DATA / "rbac-expectations.yaml").read_text())
+UPSTREAM_ACCOUNTS = {("slurm-operator", "-webhook"): "slurm-operator-webhook"}
+"""ServiceAccounts named by the chart alone, not the release, as upstream Slinky's chart names
+them (so that an upgrade from upstream's release keeps them)."""
+
 RBAC_CASES = [
     (chart, suffix) for chart, comps in EXPECTATIONS["charts"].items() for suffix in comps
 ]
@@ -290,7 +294,9 @@ def test_service_account_rbac_matches_expectations(
 ) -> None:
     namespace = rbac_releases
     release = f"rbac-{chart}"[:40]
-    sa = f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
+    sa = UPSTREAM_ACCOUNTS.get((chart, suffix)) or (
+        f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
+    )
     core: Any = client.CoreV1Api(api_client)
     accounts = {str(a.metadata.name) for a in core.list_namespaced_service_account(namespace).items}
     assert sa in accounts, sorted(accounts)
