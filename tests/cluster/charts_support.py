@@ -237,7 +237,7 @@ def render(
 # -- scenario prerequisites --
 
 # Namespaces outside the test's own that a scenario's values name (created before the install,
-# deleted after): slurm-operator's namespace-scoped scenario binds Roles in its watchNamespaces,
+# deleted after): slurm-operator's namespace-scoped scenario binds Roles in its namespaces,
 # slurm-bridge's default scenario manages namespace `slurm-bridge`.
 EXTRA_NAMESPACES: dict[str, list[str]] = {
     "slurm-operator:ci/namespace-scoped": ["slurm", "slurm-team-a"],

@@ -141,8 +141,18 @@ def test_two_releases_side_by_side(
     ns = ["--namespace", namespace]
     wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
     # The CRDs are cluster-scoped and can have one owner: the second operator release leaves them
-    # to the first (crds.enabled false), which is how the README says to run two operators.
-    second = ["--set", "crds.enabled=false"] if chart_name == "slurm-operator" else []
+    # to the first (crds.enabled false), which is how the README says to run two operators. Its
+    # objects are named as upstream's (by the chart name, not the release), so the second release
+    # takes another name and certificate Secret, as it would with upstream's chart.
+    second = (
+        [
+            "--set", "crds.enabled=false",
+            "--set", "nameOverride=slurm-operator-two",
+            "--set", "certManager.secretName=slurm-operator-two-webhook-ca",
+        ]
+        if chart_name == "slurm-operator"
+        else []
+    )  # fmt: skip
     try:
         helm4.run("install", "one", str(chart.path), *ns, *support.values_args(files), *wait)
         helm4.run(

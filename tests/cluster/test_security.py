@@ -224,6 +224,11 @@ EXPECTATIONS = yaml.safe_load((support.DATA / "rbac-expectations.yaml").read_tex
 UPSTREAM_NAMED = {"slurm-bridge"}
 """Charts that name their ServiceAccounts as upstream's chart does, without the release name
 (charts/slurm-bridge/README.md "Names"): ``<chart><suffix>``."""
+
+UPSTREAM_ACCOUNTS = {("slurm-operator", "-webhook"): "slurm-operator-webhook"}
+"""ServiceAccounts named by the chart alone, not the release, as upstream Slinky's chart names
+them (so that an upgrade from upstream's release keeps them)."""
+
 RBAC_CASES = [
     (chart, suffix) for chart, comps in EXPECTATIONS["charts"].items() for suffix in comps
 ]
@@ -296,7 +301,9 @@ def test_service_account_rbac_matches_expectations(
     if chart in UPSTREAM_NAMED:
         sa = f"{chart}{suffix}"
     else:
-        sa = f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
+        sa = UPSTREAM_ACCOUNTS.get((chart, suffix)) or (
+            f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
+        )
     core: Any = client.CoreV1Api(api_client)
     accounts = {str(a.metadata.name) for a in core.list_namespaced_service_account(namespace).items}
     assert sa in accounts, sorted(accounts)

@@ -79,10 +79,16 @@ UPSTREAM_NAMES: dict[str, tuple[dict[str, Any], set[tuple[str, str]]]] = {
         {"nameOverride": "other-bridge", "scheduler": {"schedulerName": "other-scheduler"}},
         {("ConfigMap", "slurm-bridge-config"), ("ConfigMap", "scheduler-config")},
     ),
+    "slurm-operator": (
+        {"nameOverride": "other-operator", "certManager": {"secretName": "other-operator-ca"}},
+        set(),
+    ),
 }
 """Charts that name their objects as upstream's chart does, without the release name (so that
 ``helm upgrade`` of an upstream release keeps them; charts/slurm-bridge/README.md "Names"): the
-values that scope their names instead, and the names upstream fixes, which nothing scopes."""
+values that scope their names instead, and the names upstream fixes, which nothing scopes.
+slurm-operator's objects are ``slurm-operator`` and ``slurm-operator-webhook[-...]``, its
+certificate Secret ``certManager.secretName``."""
 
 
 def _names(docs: list[dict[str, Any]]) -> set[tuple[str, str]]:

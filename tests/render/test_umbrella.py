@@ -217,7 +217,7 @@ def _normalised(docs: list[Doc]) -> dict[tuple[str, str], Doc]:
 
 
 RESET: dict[str, dict[str, Any]] = {
-    "slurm-operator": {},
+    "slurm-operator": {"certManager": {"enabled": True}},
     "slurm-cluster": {
         "nodesets": {"compute": {"enabled": True}, "gpu": {"enabled": False}},
         "loginsets": {"login": {"enabled": False}},
@@ -277,14 +277,16 @@ def test_two_releases_share_no_object_names(chart: Path) -> None:
     """Two umbrella releases in one namespace: every name (namespaced or not) differs. The one
     exception is slurm-cluster's placeholder for the topology ConfigMap the labeler keeps (named
     by ``topology.configMapRef.name``, not by the chart): a lookup-guarded hook, created only when
-    that ConfigMap is absent and never owned by a release. The CRDs have one owner per cluster
-    (README), so the second release leaves them to the first (``slurm-operator.crds.enabled:
+    that ConfigMap is absent and never owned by a release. A cluster runs one Slinky operator, which
+    owns the CRDs and the cluster-wide webhook configurations, and names its objects as upstream's
+    chart does (``slurm-operator``, ``slurm-operator-webhook``, so that upgrading an upstream
+    release keeps them): the second release leaves it to the first (``slurm-operator.enabled:
     false``). slurm-bridge names its objects as upstream's chart does, without the release (one
     bridge per namespace, charts/slurm-bridge/README.md "Names"), so the second release runs
     none (``slurm-bridge.enabled: false``)."""
     values = with_globals({})
     second = with_globals(
-        {"slurm-operator": {"crds": {"enabled": False}}, "slurm-bridge": {"enabled": False}}
+        {"slurm-operator": {"enabled": False}, "slurm-bridge": {"enabled": False}}
     )
 
     def names(release: str) -> set[tuple[str, str]]:
@@ -329,7 +331,7 @@ PASS_THROUGH: list[Any] = [
     pytest.param(
         "slurm-operator",
         {"operator": {"replicas": 3}},
-        ("Deployment", "rel-slurm-operator", "spec.replicas", 3),
+        ("Deployment", "slurm-operator", "spec.replicas", 3),
         id="slurm-operator",
     ),
     pytest.param(

@@ -421,29 +421,6 @@ BRIDGE_ROWS = (
 OPERATOR = "slurm-operator"
 OPERATOR_ROWS = (
     Row(
-        "watch-namespace-empty",
-        OPERATOR,
-        {"watchNamespaces": ["slurm", ""]},
-        "watchNamespaces[1] is empty: remove the entry, or set `watchNamespaces: []` to watch all namespaces.",
-    ),
-    Row(
-        "watch-namespace-with-comma",
-        OPERATOR,
-        {"watchNamespaces": ["slurm,batch"]},
-        'watchNamespaces[0] ("slurm,batch") contains a comma: give one namespace per list entry.',
-        schema=(
-            "/watchNamespaces/0",
-            "'slurm,batch' does not match pattern '^(|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$'",
-        ),
-        why="the schema's pattern allows a namespace name or an empty entry, never a comma",
-    ),
-    Row(
-        "watch-namespace-twice",
-        OPERATOR,
-        {"watchNamespaces": ["slurm", "slurm"]},
-        "watchNamespaces lists a namespace more than once: remove the duplicates.",
-    ),
-    Row(
         "node-condition-with-comma",
         OPERATOR,
         {"propagatedNodeConditions": ["KernelDeadlock,ReadonlyFilesystem"]},
@@ -460,59 +437,58 @@ OPERATOR_ROWS = (
     Row(
         "replicas-without-leader-election",
         OPERATOR,
-        {"operator": {"replicas": 2, "leaderElection": {"enabled": False}}},
-        "operator.replicas is 2 but operator.leaderElection.enabled is false: several managers would "
-        "reconcile at once. Set `operator.leaderElection.enabled: true` or `operator.replicas: 1`.",
+        {"operator": {"replicas": 2, "leaderElection": False}},
+        "operator.replicas is 2 but operator.leaderElection is false: several managers would "
+        "reconcile at once. Set `operator.leaderElection: true` or `operator.replicas: 1`.",
     ),
     Row(
         "metrics-port-is-health-port",
         OPERATOR,
-        {"operator": {"metrics": {"port": 8081}}},
-        "operator.metrics.port and operator.healthPort are both 8081: give them different ports.",
+        {"operator": {"metricsPort": 8081}},
+        "operator.metricsPort and operator.healthPort are both 8081: give them different ports.",
     ),
     Row(
         "secure-metrics-without-metrics",
         OPERATOR,
-        {"webhook": {"metrics": {"secure": True}}},
-        "webhook.metrics.secure is true but webhook.metrics.enabled is false: enable metrics or unset secure.",
+        {"webhook": {"metricsSecure": True}},
+        "webhook.metricsSecure is true but webhook.metricsPort is 0 (metrics off): set a metrics port or "
+        "`webhook.metricsSecure: false`.",
     ),
     Row(
         "service-monitor-without-metrics",
         OPERATOR,
-        {"operator": {"metrics": {"enabled": False, "serviceMonitor": {"enabled": True}}}},
-        "operator.metrics.serviceMonitor.enabled is true but operator.metrics.enabled is false: set "
-        "`operator.metrics.enabled: true`.",
+        {"operator": {"metricsPort": 0, "metrics": {"serviceMonitor": {"enabled": True}}}},
+        "operator.metrics.serviceMonitor.enabled is true but operator.metricsPort is 0 (metrics off): set "
+        "`operator.metricsPort`, e.g. 8080.",
     ),
     Row(
         "webhook-server-port-is-health-port",
         OPERATOR,
         {"webhook": {"serverPort": 8081}},
-        "webhook.serverPort must differ from webhook.healthPort and webhook.metrics.port.",
+        "webhook.serverPort must differ from webhook.healthPort and webhook.metricsPort.",
     ),
     Row(
         "webhook-service-port-is-metrics-port",
         OPERATOR,
-        {"webhook": {"metrics": {"enabled": True, "port": 443}}},
-        "webhook.service.port and webhook.metrics.port are both 443, and both are ports of the webhook "
-        "Service: give them different ports.",
+        {"webhook": {"metricsPort": 443}},
+        "webhook.service.port (443) equals webhook.metricsPort or webhook.healthPort, and all are ports of "
+        "the webhook Service: give them different ports.",
     ),
     Row(
         "cert-manager-and-own-secret",
         OPERATOR,
         {
-            "webhook": {
-                "certManager": {"enabled": True},
-                "tls": {"existingSecret": "tls", "caBundle": PEM},
-            }
+            "certManager": {"enabled": True},
+            "webhook": {"tls": {"existingSecret": "tls", "caBundle": PEM}},
         },
-        "webhook.certManager.enabled is true and webhook.tls.existingSecret is set: choose one TLS source. "
+        "certManager.enabled is true and webhook.tls.existingSecret is set: choose one TLS source. "
         "Unset `webhook.tls.existingSecret` to let cert-manager issue the certificate, or set "
-        "`webhook.certManager.enabled: false` to use your Secret.",
+        "`certManager.enabled: false` to use your Secret.",
     ),
     Row(
         "own-secret-without-ca",
         OPERATOR,
-        {"webhook": {"tls": {"existingSecret": "tls"}}},
+        {"certManager": {"enabled": False}, "webhook": {"tls": {"existingSecret": "tls"}}},
         "webhook.tls.existingSecret is set but webhook.tls.caBundle is empty: set `webhook.tls.caBundle` to the "
         "PEM CA that signed the Secret's certificate (the API server needs it to call the webhook).",
     ),
@@ -526,7 +502,10 @@ OPERATOR_ROWS = (
     Row(
         "ca-not-pem",
         OPERATOR,
-        {"webhook": {"tls": {"existingSecret": "tls", "caBundle": "TUlJQg=="}}},
+        {
+            "certManager": {"enabled": False},
+            "webhook": {"tls": {"existingSecret": "tls", "caBundle": "TUlJQg=="}},
+        },
         "webhook.tls.caBundle must be PEM text (-----BEGIN CERTIFICATE-----), not base64.",
         schema=(
             "/webhook/tls/caBundle",
@@ -536,62 +515,43 @@ OPERATOR_ROWS = (
         why="the schema gives caBundle a pattern: empty or PEM certificates",
     ),
     Row(
-        "secret-name-and-own-secret",
-        OPERATOR,
-        {"webhook": {"tls": {"existingSecret": "tls", "caBundle": PEM, "secretName": "managed"}}},
-        "webhook.tls.secretName and webhook.tls.existingSecret are both set: existingSecret names your Secret, "
-        "secretName only names the Secret the chart manages. Keep one.",
-    ),
-    Row(
         "issuer-without-cert-manager",
         OPERATOR,
-        {"webhook": {"certManager": {"issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}}},
-        "webhook.certManager.issuerRef is set but webhook.certManager.enabled is false: enable cert-manager or "
+        {"certManager": {"enabled": False, "issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}},
+        "certManager.issuerRef is set but certManager.enabled is false: enable cert-manager or "
         "remove the issuerRef.",
     ),
     Row(
         "certificate-too-short",
         OPERATOR,
-        {"webhook": {"certManager": {"enabled": True, "duration": "59m", "renewBefore": "30m"}}},
-        "webhook.certManager.duration (59m) is shorter than 1h, the minimum cert-manager accepts.",
+        {"certManager": {"duration": "59m", "renewBefore": "30m"}},
+        "certManager.duration (59m) is shorter than 1h, the minimum cert-manager accepts.",
     ),
     Row(
         "renewal-too-short",
         OPERATOR,
-        {"webhook": {"certManager": {"enabled": True, "renewBefore": "4m59s"}}},
-        "webhook.certManager.renewBefore (4m59s) is shorter than 5m, the minimum cert-manager accepts.",
+        {"certManager": {"renewBefore": "4m59s"}},
+        "certManager.renewBefore (4m59s) is shorter than 5m, the minimum cert-manager accepts.",
     ),
     Row(
         "renewal-not-before-expiry",
         OPERATOR,
-        {"webhook": {"certManager": {"enabled": True, "duration": "2h", "renewBefore": "120m"}}},
-        "webhook.certManager.renewBefore (120m) must be shorter than webhook.certManager.duration (2h), or "
+        {"certManager": {"duration": "2h", "renewBefore": "120m"}},
+        "certManager.renewBefore (120m) must be shorter than certManager.duration (2h), or "
         "cert-manager rejects the Certificate.",
     ),
     Row(
         "issuer-without-name",
         OPERATOR,
-        {"webhook": {"certManager": {"enabled": True, "issuerRef": {"kind": "ClusterIssuer"}}}},
-        "webhook.certManager.issuerRef.name is required when webhook.certManager.issuerRef is set.",
+        {"certManager": {"issuerRef": {"kind": "ClusterIssuer"}}},
+        "certManager.issuerRef.name is required when certManager.issuerRef is set.",
     ),
     Row(
-        "base-name-not-dns-1035",
+        "name-not-dns-1035",
         OPERATOR,
-        {},
-        'the base name "1rel-slurm-operator" (from the release name "1rel") is not a DNS-1035 label, and it '
-        "names Services: set `fullnameOverride` to a name that starts with a letter and holds only lowercase "
-        "letters, digits and '-'.",
-        release="1rel",
-    ),
-    Row(
-        "operator-and-webhook-same-name",
-        OPERATOR,
-        {
-            "fullnameOverride": "s" * 52 + "-webhook",
-            "webhook": {"serviceAccount": {"create": False}},
-        },
-        f'the operator and the webhook would both be named "{"s" * 52}-webhook": shorten `fullnameOverride` '
-        "or drop its `-webhook` suffix.",
+        {"nameOverride": "1slurm"},
+        'the name "1slurm" is not a DNS-1035 label, and it names the operator and webhook Services: set '
+        "`nameOverride` to a name that starts with a letter and holds only lowercase letters, digits and '-'.",
     ),
     Row(
         "service-accounts-collide",
@@ -661,17 +621,17 @@ OPERATOR_ROWS = (
     Row(
         "profile-not-on-loopback",
         OPERATOR,
-        {"operator": {"profile": {"enabled": True, "address": "0.0.0.0:6060"}}},
-        "operator.profile.address (0.0.0.0:6060) is not a loopback address: pprof would be served on the "
+        {"operator": {"profile": True, "profileAddr": "0.0.0.0:6060"}},
+        "operator.profileAddr (0.0.0.0:6060) is not a loopback address: pprof would be served on the "
         "pod's network (heap and goroutine dumps, CPU profiles). Use `localhost:6060` and `kubectl "
-        "port-forward`, or set `operator.profile.allowRemote: true` to open it on purpose.",
+        "port-forward`, or set `operator.profileAllowRemote: true` to open it on purpose.",
     ),
     Row(
         "profile-port-taken",
         OPERATOR,
-        {"operator": {"profile": {"enabled": True, "address": "localhost:8080"}}},
-        "operator.profile.address (localhost:8080) uses the port of operator.healthPort or "
-        "operator.metrics.port: give pprof its own port.",
+        {"operator": {"profile": True, "profileAddr": "localhost:8080"}},
+        "operator.profileAddr (localhost:8080) uses the port of operator.healthPort or "
+        "operator.metricsPort: give pprof its own port.",
     ),
     Row(
         "network-policy-without-api-ports",
@@ -691,9 +651,9 @@ OPERATOR_ROWS = (
         "image-repository-required",
         OPERATOR,
         {"webhook": {"image": {"repository": ""}}},
-        "an image repository is required (image.repository)",
+        "webhook.image.repository is required (or give webhook.image as a whole image reference)",
         schema=("/webhook/image/repository", "minLength: got 0, want 1"),
-        why="the schema gives every image repository minLength 1",
+        why="the schema gives every image repository, and an image given as a string, minLength 1",
     ),
 )
 

@@ -476,14 +476,14 @@ def test_bridge_leader_election_defaults_are_accepted_by_client_go() -> None:
     "address", ["0.0.0.0:6060", ":6060", "10.0.0.5:6060", "[::]:6060", "pprof.example.com:6060"]
 )
 def test_operator_profiling_stays_on_localhost(address: str) -> None:
-    """pprof on any non-loopback address needs `operator.profile.allowRemote: true`."""
-    values = {"operator": {"profile": {"enabled": True, "address": address}}}
-    assert_rejected("slurm-operator", values, "operator.profile.address")
+    """pprof on any non-loopback address needs `operator.profileAllowRemote: true`."""
+    values = {"operator": {"profile": True, "profileAddr": address}}
+    assert_rejected("slurm-operator", values, "operator.profileAddr")
 
 
 @pytest.mark.parametrize("address", ["localhost:6060", "127.0.0.1:6060", "[::1]:6060"])
 def test_operator_profiling_on_loopback_renders_without_warning(address: str) -> None:
-    values = {"operator": {"profile": {"enabled": True, "address": address}}}
+    values = {"operator": {"profile": True, "profileAddr": address}}
     result = helm.dry_run_install(CHARTS["slurm-operator"].path, values)
     assert result.ok, result.describe()
     assert "pprof" not in result.notes
@@ -491,12 +491,39 @@ def test_operator_profiling_on_loopback_renders_without_warning(address: str) ->
 
 def test_operator_profiling_opened_explicitly_warns_in_notes() -> None:
     values = {
-        "operator": {"profile": {"enabled": True, "address": "0.0.0.0:6060", "allowRemote": True}}
+        "operator": {"profile": True, "profileAddr": "0.0.0.0:6060", "profileAllowRemote": True}
     }
     result = helm.dry_run_install(CHARTS["slurm-operator"].path, values)
     assert result.ok, result.describe()
     warnings = result.notes.strip().split("\n\n")[0]
     assert warnings.startswith("WARNINGS") and "0.0.0.0:6060" in warnings, result.notes
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param({"operator": {"metricsPort": "08080"}}, "operator.metricsPort", id="octal"),
+        pytest.param({"webhook": {"metricsPort": 70000}}, "webhook.metricsPort", id="port-range"),
+        pytest.param({"operator": {"enabled": "yes"}}, "operator.enabled", id="enabled-string"),
+        pytest.param(
+            {"operator": {"leaderElection": {"enabled": True}}},
+            "operator.leaderElection",
+            id="old-leader-election-object",
+        ),
+        pytest.param({"certManager": {"secretNam": "x"}}, "certManager", id="misspelt-key"),
+        pytest.param({"operator": {"namespaces": ["a"]}}, "operator.namespaces", id="list"),
+        pytest.param(
+            {"extraObjects": [{"kind": "ConfigMap"}]}, "extraObjects.0", id="no-apiVersion"
+        ),
+        pytest.param({"watchNamespaces": ["a"]}, "", id="removed-key"),
+    ],
+)
+def test_upstream_keys_stay_strict(values: dict[str, Any], path: str) -> None:
+    """Upstream's keys are known to the schema, which still refuses a wrong type, an unknown key
+    (naming where it is) and a key this chart no longer has."""
+    stderr = assert_rejected("slurm-operator", values, path)
+    if not path:
+        assert "watchNamespaces" in stderr, stderr
 
 
 def rules_granting(docs: list[Doc], kind: str, resource: str) -> list[Doc]:
@@ -508,8 +535,12 @@ def rules_granting(docs: list[Doc], kind: str, resource: str) -> list[Doc]:
 
 
 def test_operator_secrets_are_namespaced_when_namespaces_are_known() -> None:
-    """With watchNamespaces, only per-namespace Roles grant Secrets; no ClusterRole does."""
-    result = render("slurm-operator", {"watchNamespaces": ["slurm", "team-a"]})
+    """With operator.namespaces (and webhook.namespaces), only per-namespace Roles grant Secrets; no
+    ClusterRole does."""
+    result = render(
+        "slurm-operator",
+        {"operator": {"namespaces": "slurm, team-a"}, "webhook": {"namespaces": "slurm,team-a"}},
+    )
     assert result.ok, result.describe()
     assert not rules_granting(result.docs, "ClusterRole", "secrets")
     roles = rules_granting(result.docs, "Role", "secrets")
@@ -527,7 +558,7 @@ def test_operator_watching_all_namespaces_warns_about_cluster_wide_secrets() -> 
     result = helm.dry_run_install(CHARTS["slurm-operator"].path, {})
     assert result.ok, result.describe()
     assert rules_granting(result.docs, "ClusterRole", "secrets")
-    assert "watchNamespaces" in result.notes.strip().split("\n\n")[0], result.notes
+    assert "operator.namespaces" in result.notes.strip().split("\n\n")[0], result.notes
 
 
 # -- NetworkPolicies ---------------------------------------------------------------------------------

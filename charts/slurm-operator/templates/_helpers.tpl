@@ -31,7 +31,7 @@ Usage: {{ include "slurm-operator.fullname" . }}
 {{- /*
 Name of a component object: the base name truncated to 52 characters (less for suffixes over
 10 characters, so the result stays within 63), then "-<suffix>".
-Usage: {{ include "slurm-operator.componentName" (dict "context" . "suffix" "webhook") }}
+Usage: {{ include "slurm-operator.componentName" (dict "context" . "suffix" "test") }}
 */}}
 {{- define "slurm-operator.componentName" -}}
 {{- $max := min 52 (sub 62 (len .suffix)) | int }}
@@ -39,11 +39,47 @@ Usage: {{ include "slurm-operator.componentName" (dict "context" . "suffix" "web
 {{- end }}
 
 {{- /*
-Name of the webhook objects (Deployment, Service, webhook configurations).
-Usage: {{ include "slurm-operator.webhook.fullname" . }}
+Name of the webhook objects (Deployment, Service, ServiceAccount, webhook configurations):
+"<name>-webhook", as upstream Slinky names them.
+Usage: {{ include "slurm-operator.webhook.name" . }}
 */}}
-{{- define "slurm-operator.webhook.fullname" -}}
-{{- include "slurm-operator.componentName" (dict "context" . "suffix" "webhook") }}
+{{- define "slurm-operator.webhook.name" -}}
+{{- printf "%s-webhook" (include "slurm-operator.name" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{- /*
+Base name of a component's objects and its `app.kubernetes.io/name` label: "<name>" for the
+operator's Deployment, Service and PDB, "<name>-<component>" for the others ("<name>-webhook",
+upstream Slinky's names; "<name>-test" for the helm test pod).
+Usage: {{ include "slurm-operator.componentObjectName" (dict "context" . "component" "operator") }}
+*/}}
+{{- define "slurm-operator.componentObjectName" -}}
+{{- if eq .component "operator" }}
+{{- include "slurm-operator.name" .context }}
+{{- else if eq .component "webhook" }}
+{{- include "slurm-operator.webhook.name" .context }}
+{{- else }}
+{{- printf "%s-%s" (include "slurm-operator.name" .context | trunc (int (sub 62 (len .component))) | trimSuffix "-") .component }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Name of a component's RBAC objects, as upstream's. The ClusterRoleBinding (binding=true) is named
+after the ServiceAccount the chart creates (`serviceAccount.name` when set); so is the operator's
+ClusterRole, while the webhook's ClusterRole is always "<name>-webhook". Without a custom name:
+"<fullname>" for the operator, "<name>-webhook" for the webhook. Roles and RoleBindings (our
+namespace scoping) take the ClusterRole's name.
+Usage: {{ include "slurm-operator.rbacName" (dict "context" . "component" "webhook" "binding" true) }}
+*/}}
+{{- define "slurm-operator.rbacName" -}}
+{{- $sa := (index .context.Values .component).serviceAccount }}
+{{- if and $sa.create $sa.name (or .binding (eq .component "operator")) }}
+{{- $sa.name }}
+{{- else if eq .component "operator" }}
+{{- include "slurm-operator.fullname" .context }}
+{{- else }}
+{{- include "slurm-operator.webhook.name" .context }}
+{{- end }}
 {{- end }}
 
 {{- /*
@@ -63,13 +99,13 @@ Usage: {{ include "slurm-operator.namespace" . }}
 {{- end }}
 
 {{- /*
-Selector labels: name, instance and component only (selectors are immutable).
+Selector labels, as upstream Slinky's (selectors are immutable, so `helm upgrade` from upstream's
+chart keeps its Deployments): name ("<name>", "<name>-webhook" for the webhook) and instance.
 Usage: {{ include "slurm-operator.selectorLabels" (dict "context" . "component" "operator") }}
 */}}
 {{- define "slurm-operator.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "slurm-operator.name" .context | quote }}
+app.kubernetes.io/name: {{ include "slurm-operator.componentObjectName" . | quote }}
 app.kubernetes.io/instance: {{ .context.Release.Name | quote }}
-app.kubernetes.io/component: {{ .component | quote }}
 {{- end }}
 
 {{- /*
@@ -79,6 +115,7 @@ Usage: {{ include "slurm-operator.labels" (dict "context" . "component" "operato
 {{- define "slurm-operator.labels" -}}
 helm.sh/chart: {{ include "slurm-operator.chart" .context | quote }}
 {{ include "slurm-operator.selectorLabels" . }}
+app.kubernetes.io/component: {{ .component | quote }}
 {{- with .context.Chart.AppVersion }}
 app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
 {{- end }}
@@ -96,7 +133,7 @@ Usage: {{ include "slurm-operator.serviceAccountName" (dict "context" . "compone
 {{- if eq .component "operator" }}
 {{- default (include "slurm-operator.fullname" .context) $sa.name }}
 {{- else }}
-{{- default (include "slurm-operator.componentName" (dict "context" .context "suffix" .component)) $sa.name }}
+{{- default (include "slurm-operator.webhook.name" .context) $sa.name }}
 {{- end }}
 {{- else }}
 {{- default "default" $sa.name }}
@@ -104,24 +141,51 @@ Usage: {{ include "slurm-operator.serviceAccountName" (dict "context" . "compone
 {{- end }}
 
 {{- /*
-Image reference from an image object {registry, repository, tag, digest}.
-global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "slurm-operator.image" (dict "context" . "image" .Values.operator.image) }}
+Image reference from an image value: a whole reference as a string, or an object {repository,
+tag, digest} (upstream's form; `repository` holds the registry) or {registry, repository, tag,
+digest} (the test image). The tag defaults to .Chart.AppVersion and the digest wins over it.
+global.imageRegistry replaces the registry: the first path component when it names a host (holds
+"." or ":", or is "localhost"), else it is prepended.
+Usage: {{ include "slurm-operator.image" (dict "context" . "image" .Values.operator.image "path" "operator.image") }}
 */}}
 {{- define "slurm-operator.image" -}}
 {{- $image := .image }}
 {{- $global := .context.Values.global | default dict }}
-{{- $registry := $global.imageRegistry | default $image.registry }}
-{{- $repository := required "an image repository is required (image.repository)" $image.repository }}
-{{- $ref := $repository }}
-{{- if $registry }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
+{{- $given := "" }}
+{{- if kindIs "string" $image }}
+{{- $given = $image }}
+{{- else }}
+{{- $given = $image.repository }}
 {{- end }}
-{{- if $image.digest }}
+{{- $ref := required (printf "%s.repository is required (or give %s as a whole image reference)" .path .path) $given }}
+{{- if kindIs "map" $image }}
+{{- with $image.registry }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}
+{{- end }}
+{{- end }}
+{{- with $global.imageRegistry }}
+{{- $first := regexReplaceAll "/.*$" $ref "" }}
+{{- if and (contains "/" $ref) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" .) (regexReplaceAll "^[^/]*/" $ref "") }}
+{{- else }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}
+{{- end }}
+{{- end }}
+{{- if kindIs "string" $image }}
+{{- $ref }}
+{{- else if $image.digest }}
 {{- printf "%s@%s" $ref $image.digest }}
 {{- else }}
 {{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
 {{- end }}
+{{- end }}
+
+{{- /*
+Image pull policy of a component: its own imagePullPolicy, else the top-level one.
+Usage: {{ include "slurm-operator.imagePullPolicy" (dict "context" . "component" "operator") }}
+*/}}
+{{- define "slurm-operator.imagePullPolicy" -}}
+{{- (index .context.Values .component).imagePullPolicy | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
 {{- end }}
 
 {{- /*
@@ -156,23 +220,35 @@ Usage: {{ include "slurm-operator.priorityClassName" (dict "context" . "componen
 {{- end }}
 
 {{- /*
-Secret name of the webhook serving certificate.
+Secret name of the webhook serving certificate: webhook.tls.existingSecret, else
+certManager.secretName (upstream's key, the same Secret whether cert-manager or the chart makes it).
 Usage: {{ include "slurm-operator.webhook.tlsSecretName" . }}
 */}}
 {{- define "slurm-operator.webhook.tlsSecretName" -}}
-{{- if .Values.webhook.tls.existingSecret }}
-{{- .Values.webhook.tls.existingSecret }}
-{{- else }}
-{{- .Values.webhook.tls.secretName | default (include "slurm-operator.componentName" (dict "context" . "suffix" "webhook-tls")) }}
-{{- end }}
+{{- .Values.webhook.tls.existingSecret | default .Values.certManager.secretName }}
 {{- end }}
 
 {{- /*
-Comma-joined watched namespaces ("" = all namespaces).
-Usage: {{ include "slurm-operator.watchNamespaces" . }}
+Namespaces a component watches, from its comma-separated `namespaces`, as a YAML list (trimmed,
+empty entries and duplicates dropped; an empty list means all namespaces).
+Usage: {{ $namespaces := include "slurm-operator.namespaces" (dict "context" . "component" "operator") | fromYamlArray }}
 */}}
-{{- define "slurm-operator.watchNamespaces" -}}
-{{- join "," (.Values.watchNamespaces | default list | uniq) }}
+{{- define "slurm-operator.namespaces" -}}
+{{- $out := list }}
+{{- range (splitList "," (toString ((index .context.Values .component).namespaces | default ""))) }}
+{{- if trim . }}
+{{- $out = append $out (trim .) }}
+{{- end }}
+{{- end }}
+{{- toYaml ($out | uniq) }}
+{{- end }}
+
+{{- /*
+A metrics port value (an integer, or a string of digits) as an integer; 0 when off.
+Usage: {{ $port := include "slurm-operator.metricsPort" .Values.operator.metricsPort | int }}
+*/}}
+{{- define "slurm-operator.metricsPort" -}}
+{{- if kindIs "invalid" . }}0{{- else }}{{ toString . | atoi }}{{- end }}
 {{- end }}
 
 {{- /*
@@ -204,30 +280,30 @@ readinessProbe:
 
 {{- /*
 ServiceMonitor spec endpoint for a component's metrics.
-Usage: {{- include "slurm-operator.serviceMonitorEndpoint" .Values.operator.metrics | nindent 4 }}
+Usage: {{- include "slurm-operator.serviceMonitorEndpoint" .Values.operator | nindent 4 }}
 */}}
 {{- define "slurm-operator.serviceMonitorEndpoint" -}}
 - port: metrics
   path: /metrics
-  {{- if .secure }}
+  {{- if .metricsSecure }}
   scheme: https
   bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
   tlsConfig:
-    {{- toYaml (.serviceMonitor.tlsConfig | default (dict "insecureSkipVerify" true)) | nindent 4 }}
+    {{- toYaml (.metrics.serviceMonitor.tlsConfig | default (dict "insecureSkipVerify" true)) | nindent 4 }}
   {{- else }}
   scheme: http
   {{- end }}
-  {{- with .serviceMonitor.interval }}
+  {{- with .metrics.serviceMonitor.interval }}
   interval: {{ . | quote }}
   {{- end }}
-  {{- with .serviceMonitor.scrapeTimeout }}
+  {{- with .metrics.serviceMonitor.scrapeTimeout }}
   scrapeTimeout: {{ . | quote }}
   {{- end }}
-  {{- with .serviceMonitor.relabelings }}
+  {{- with .metrics.serviceMonitor.relabelings }}
   relabelings:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with .serviceMonitor.metricRelabelings }}
+  {{- with .metrics.serviceMonitor.metricRelabelings }}
   metricRelabelings:
     {{- toYaml . | nindent 4 }}
   {{- end }}
@@ -263,10 +339,10 @@ Usage: {{ include "slurm-operator.intOrPercent" .Values.operator.pdb.maxUnavaila
 {{- end }}
 
 {{- /*
-"true" when operator.profile.address binds a loopback host (localhost, 127.0.0.0/8, [::1]).
+"true" when operator.profileAddr binds a loopback host (localhost, 127.0.0.0/8, [::1]).
 Usage: {{ if include "slurm-operator.profile.loopback" . }}
 */}}
 {{- define "slurm-operator.profile.loopback" -}}
-{{- $host := regexReplaceAll ":[0-9]+$" (toString .Values.operator.profile.address) "" }}
+{{- $host := regexReplaceAll ":[0-9]+$" (toString .Values.operator.profileAddr) "" }}
 {{- if or (eq $host "localhost") (eq $host "[::1]") (regexMatch "^127\\.[0-9]+\\.[0-9]+\\.[0-9]+$" $host) }}true{{- end }}
 {{- end }}

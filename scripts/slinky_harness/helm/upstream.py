@@ -22,7 +22,9 @@ they are from that, never copying anything of upstream into the repository:
   upstream sets; for a chart whose :attr:`UpstreamChart.names` is set, also every object's kind,
   name and namespace, each Deployment's selector, ServiceAccount and mounted ConfigMaps and
   Secrets, and each Service's selector and ``clusterIP`` (what ``helm upgrade`` of an upstream
-  release needs to keep). The documented intentional differences
+  release needs to keep). For a chart whose :attr:`UpstreamChart.kept` names kinds,
+  every object of those kinds that upstream renders must exist in ours under the same name and each
+  Deployment's selector must equal upstream's. The documented intentional differences
   (:data:`INTENTIONAL_FILE`, read by :func:`load_intentional`) are left out.
 
 helm-unittest's ``set`` (see :func:`parse_set_path`) and the way it layers a test's values are
@@ -112,6 +114,10 @@ class UpstreamChart:
     names: bool = False
     """Whether object names, namespaces, selectors, ServiceAccounts, mounted ConfigMaps and Secrets
     and Service ``clusterIP`` are compared too (what an in-place ``helm upgrade`` needs)."""
+    kept: tuple[str, ...] = ()
+    """Kinds whose names ``helm upgrade`` from upstream's release must keep: every object of these
+    kinds that upstream renders, ours renders with the same name (more is fine: our extensions),
+    and each Deployment's selector, which Kubernetes never lets change, equals upstream's."""
 
     @property
     def our_path(self) -> Path:
@@ -123,7 +129,24 @@ CHARTS: dict[str, UpstreamChart] = {
     for chart in (
         UpstreamChart("slurm", "slurm-cluster", OPERATOR_MODULE, "helm/slurm/tests", False),
         UpstreamChart(
-            "slurm-operator", "slurm-operator", OPERATOR_MODULE, "helm/slurm-operator/tests", True
+            "slurm-operator",
+            "slurm-operator",
+            OPERATOR_MODULE,
+            "helm/slurm-operator/tests",
+            True,
+            kept=(
+                "Certificate",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Deployment",
+                "Issuer",
+                "MutatingWebhookConfiguration",
+                "PodDisruptionBudget",
+                "Secret",
+                "Service",
+                "ServiceAccount",
+                "ValidatingWebhookConfiguration",
+            ),
         ),
         UpstreamChart(
             "slurm-bridge", "slurm-bridge", BRIDGE_MODULE, "helm/slurm-bridge/tests", True, True
@@ -766,12 +789,40 @@ def _compare_names(
     return found
 
 
+def _kept(
+    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]], kinds: Sequence[str]
+) -> list[Difference]:
+    """Objects of ``kinds`` that upstream renders and ours does not render under the same name,
+    and Deployments (of the same name) whose selector differs from upstream's."""
+    found: list[Difference] = []
+    our_docs = {(str(d.get("kind")), _name(d)): d for d in ours}
+    for doc in upstream:
+        kind = str(doc.get("kind"))
+        if kind not in kinds:
+            continue
+        mine = our_docs.get((kind, _name(doc)))
+        if mine is None:
+            found.append(Difference(kind, _name(doc), "", "renders it", "not under this name"))
+        elif kind == "Deployment":
+            up_selector, our_selector = (
+                _mapping(_mapping(d.get("spec"), "spec").get("selector"), "spec.selector")
+                for d in (doc, mine)
+            )
+            if up_selector != our_selector:
+                path = "spec.selector"
+                found.append(
+                    Difference(kind, _name(doc), path, _short(up_selector), _short(our_selector))
+                )
+    return found
+
+
 def compare(
     upstream: Sequence[dict[str, Any]],
     ours: Sequence[dict[str, Any]],
     *,
     deployments: bool,
     names: bool = False,
+    kept: Sequence[str] = (),
 ) -> list[Difference]:
     """Every difference of ours from upstream on the compared objects (see the module doc);
     with ``names``, also each object's name and identity (:func:`_compare_names`)."""
@@ -794,7 +845,7 @@ def compare(
     if names:
         reported = {(d.kind, d.name) for d in found if d.path in ("", "metadata.name")}
         found += [d for d in _compare_names(upstream, ours) if (d.kind, d.name) not in reported]
-    return found
+    return found + _kept(upstream, ours, kept)
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -993,7 +1044,9 @@ def measure_case(
     differences: list[str] = []
     meant: set[str] = set()
     applicable = [i for i in intentional if spec.name in i.charts]
-    for difference in compare(upstream, ours, deployments=spec.deployments, names=spec.names):
+    for difference in compare(
+        upstream, ours, deployments=spec.deployments, names=spec.names, kept=spec.kept
+    ):
         covering = next((i for i in applicable if i.covers(difference)), None)
         if covering is None:
             differences.append(str(difference))

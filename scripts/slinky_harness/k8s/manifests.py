@@ -275,8 +275,10 @@ def check_images(docs: list[Doc], registry: str) -> list[str]:
 
 
 def value_strings(values: Any) -> set[str]:
-    """Every string in a values tree (for telling value-derived text from hard-coded text)."""
-    return {v for _, v in walk(values) if isinstance(v, str)}
+    """Every string in a values tree (for telling value-derived text from hard-coded text), and
+    each item of a comma-separated one (upstream Slinky's ``operator.namespaces: a,b``)."""
+    strings = {v for _, v in walk(values) if isinstance(v, str)}
+    return strings | {part.strip() for v in strings if "," in v for part in v.split(",")}
 
 
 def check_namespaces(

@@ -237,6 +237,35 @@ def test_deployments_compare_image_flags_in_any_spelling_and_env_by_name() -> No
     ]
 
 
+def test_kept_names_are_upstreams_objects_ours_lacks_under_the_same_name() -> None:
+    """Only kinds listed as kept count; an object upstream renders must exist in ours under its
+    name (ours may render more); a Deployment's selector must equal upstream's."""
+    selector = {"matchLabels": {"app.kubernetes.io/name": "op"}}
+    up = [
+        _object("Service", "op-webhook"),
+        _object("ServiceAccount", "r-op"),
+        _object("ConfigMap", "only-upstream"),
+        _object("Deployment", "op", selector=selector),
+    ]
+    ours = [
+        _object("Service", "op-webhook"),
+        _object("Service", "extra"),
+        _object("ServiceAccount", "r-op-sa"),
+        _object("Deployment", "op", selector={"matchLabels": {"app": "other"}}),
+    ]
+    kept = ("Service", "ServiceAccount", "Deployment")
+    found = [str(d) for d in upstream.compare(up, ours, deployments=False, kept=kept)]
+    assert found == [
+        "ServiceAccount/r-op: upstream renders it, ours not under this name",
+        'Deployment/op spec.selector: upstream {"matchLabels": {"app.kubernetes.io/name": "op"}}, '
+        'ours {"matchLabels": {"app": "other"}}',
+    ]
+    ours[2] = _object("ServiceAccount", "r-op")
+    ours[3] = _object("Deployment", "op", selector=selector)
+    assert upstream.compare(up, ours, deployments=False, kept=kept) == []
+    assert upstream.compare(up, [], deployments=False) == []
+
+
 def test_an_intentional_difference_covers_kind_and_path_globs() -> None:
     entry = upstream.Intentional("*", '*labels["helm.sh/chart"]', "names differ", ("slurm",))
     label = upstream.Difference("Controller", "c", 'metadata.labels["helm.sh/chart"]', "a", "b")

@@ -40,12 +40,13 @@ Usage: {{- include "slurm-operator.networkPolicy.baseEgress" . | nindent 4 }}
 
 {{- /*
 Ingress rule admitting the configured scrapers to the metrics port, when metrics are on.
-Usage: {{- include "slurm-operator.networkPolicy.metricsIngress" (dict "context" . "metrics" .Values.operator.metrics) | nindent 4 }}
+Usage: {{- include "slurm-operator.networkPolicy.metricsIngress" (dict "context" . "port" .Values.operator.metricsPort) | nindent 4 }}
 */}}
 {{- define "slurm-operator.networkPolicy.metricsIngress" -}}
-{{- if and .metrics.enabled .context.Values.networkPolicy.metrics.from }}
+{{- $port := include "slurm-operator.metricsPort" .port | int }}
+{{- if and $port .context.Values.networkPolicy.metrics.from }}
 - ports:
-    - port: {{ .metrics.port }}
+    - port: {{ $port }}
       protocol: TCP
   from:
     {{- toYaml .context.Values.networkPolicy.metrics.from | nindent 4 }}

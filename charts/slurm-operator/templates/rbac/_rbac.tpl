@@ -8,7 +8,7 @@ Whether a component's RBAC is rendered: rbac.create and the component deployed.
 Usage: {{ if include "slurm-operator.rbac.enabled" (dict "context" . "component" "webhook") }}
 */}}
 {{- define "slurm-operator.rbac.enabled" -}}
-{{- if and .context.Values.rbac.create (or (eq .component "operator") .context.Values.webhook.enabled) }}true{{- end }}
+{{- if and .context.Values.rbac.create (index .context.Values .component).enabled }}true{{- end }}
 {{- end }}
 
 {{- /*
@@ -20,10 +20,10 @@ Usage: {{ include "slurm-operator.rbac.clusterRules" (dict "context" . "componen
 {{- $file := include "slurm-operator.rbacRules" . | fromYaml }}
 {{- $values := index .context.Values .component }}
 {{- $rules := $file.clusterRules | default list }}
-{{- if and $values.metrics.enabled $values.metrics.secure }}
+{{- if and (include "slurm-operator.metricsPort" $values.metricsPort | int) $values.metricsSecure }}
 {{- $rules = concat $rules ($file.authDelegatorRules | default list) }}
 {{- end }}
-{{- if not .context.Values.watchNamespaces }}
+{{- if not (include "slurm-operator.namespaces" . | fromYamlArray) }}
 {{- $rules = concat $rules ($file.namespacedRules | default list) }}
 {{- end }}
 {{- toYaml $rules }}
@@ -38,7 +38,7 @@ Usage: {{ include "slurm-operator.rbac.clusterRole" (dict "context" . "component
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
-  name: {{ include "slurm-operator.componentName" (dict "context" .context "suffix" .component) | quote }}
+  name: {{ include "slurm-operator.rbacName" . | quote }}
   labels:
     {{- include "slurm-operator.labels" . | nindent 4 }}
 rules:
@@ -52,11 +52,11 @@ Usage: {{ include "slurm-operator.rbac.clusterRoleBinding" (dict "context" . "co
 */}}
 {{- define "slurm-operator.rbac.clusterRoleBinding" -}}
 {{- if include "slurm-operator.rbac.enabled" . }}
-{{- $name := include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+{{- $name := include "slurm-operator.rbacName" . }}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
-  name: {{ $name | quote }}
+  name: {{ include "slurm-operator.rbacName" (merge (dict "binding" true) .) | quote }}
   labels:
     {{- include "slurm-operator.labels" . | nindent 4 }}
 roleRef:
@@ -75,10 +75,11 @@ One Role per watched namespace with a component's namespacedRules (namespace-sco
 Usage: {{ include "slurm-operator.rbac.roles" (dict "context" . "component" "operator") }}
 */}}
 {{- define "slurm-operator.rbac.roles" -}}
-{{- if and (include "slurm-operator.rbac.enabled" .) .context.Values.watchNamespaces }}
+{{- $namespaces := include "slurm-operator.namespaces" . | fromYamlArray }}
+{{- if and (include "slurm-operator.rbac.enabled" .) $namespaces }}
 {{- $file := include "slurm-operator.rbacRules" . | fromYaml }}
-{{- $name := include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
-{{- range $i, $ns := (.context.Values.watchNamespaces | uniq) }}
+{{- $name := include "slurm-operator.rbacName" . }}
+{{- range $i, $ns := $namespaces }}
 {{- if $i }}
 ---
 {{- end }}
@@ -100,11 +101,12 @@ One RoleBinding per watched namespace binding the component's Role to its Servic
 Usage: {{ include "slurm-operator.rbac.roleBindings" (dict "context" . "component" "operator") }}
 */}}
 {{- define "slurm-operator.rbac.roleBindings" -}}
-{{- if and (include "slurm-operator.rbac.enabled" .) .context.Values.watchNamespaces }}
-{{- $name := include "slurm-operator.componentName" (dict "context" .context "suffix" .component) }}
+{{- $namespaces := include "slurm-operator.namespaces" . | fromYamlArray }}
+{{- if and (include "slurm-operator.rbac.enabled" .) $namespaces }}
+{{- $name := include "slurm-operator.rbacName" . }}
 {{- $sa := include "slurm-operator.serviceAccountName" . }}
 {{- $saNamespace := include "slurm-operator.namespace" .context }}
-{{- range $i, $ns := (.context.Values.watchNamespaces | uniq) }}
+{{- range $i, $ns := $namespaces }}
 {{- if $i }}
 ---
 {{- end }}
@@ -134,10 +136,10 @@ Usage: {{ include "slurm-operator.rbac.leaderElectionComponents" . | fromYamlArr
 {{- define "slurm-operator.rbac.leaderElectionComponents" -}}
 {{- $components := list }}
 {{- if .Values.rbac.create }}
-{{- if .Values.operator.leaderElection.enabled }}
+{{- if and .Values.operator.enabled .Values.operator.leaderElection }}
 {{- $components = append $components "operator" }}
 {{- end }}
-{{- if and .Values.webhook.enabled .Values.webhook.leaderElection.enabled }}
+{{- if and .Values.webhook.enabled .Values.webhook.leaderElection }}
 {{- $components = append $components "webhook" }}
 {{- end }}
 {{- end }}

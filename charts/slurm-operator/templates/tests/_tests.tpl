@@ -27,7 +27,7 @@ Usage: {{ include "slurm-operator.tests.container" (dict "context" . "name" "x" 
 */}}
 {{- define "slurm-operator.tests.container" -}}
 - name: {{ .name }}
-  image: {{ include "slurm-operator.image" (dict "context" .context "image" .context.Values.tests.image) | quote }}
+  image: {{ include "slurm-operator.image" (dict "context" .context "image" .context.Values.tests.image "path" "tests.image") | quote }}
   imagePullPolicy: {{ .context.Values.tests.image.pullPolicy }}
   command:
     - /bin/kubectl

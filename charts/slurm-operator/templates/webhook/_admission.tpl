@@ -18,12 +18,12 @@ Token: tokens
 {{- end }}
 
 {{- /*
-Default namespace selector of the webhooks: watchNamespaces (if any) minus excluded namespaces.
+Default namespace selector of the webhooks: webhook.namespaces (if any) minus excluded namespaces.
 Usage: {{ include "slurm-operator.webhook.namespaceSelector" (dict "context" . "exclude" (list "kube-system")) }}
 */}}
 {{- define "slurm-operator.webhook.namespaceSelector" -}}
 matchExpressions:
-  {{- with (.context.Values.watchNamespaces | default list | uniq) }}
+  {{- with (include "slurm-operator.namespaces" (dict "context" .context "component" "webhook") | fromYamlArray) }}
   - key: kubernetes.io/metadata.name
     operator: In
     values:
@@ -44,7 +44,7 @@ Usage: {{ include "slurm-operator.webhook.clientConfig" (dict "context" . "path"
 caBundle: {{ .caBundle | quote }}
 {{- end }}
 service:
-  name: {{ include "slurm-operator.webhook.fullname" .context | quote }}
+  name: {{ include "slurm-operator.webhook.name" .context | quote }}
   namespace: {{ include "slurm-operator.namespace" .context | quote }}
   path: {{ .path }}
   port: {{ .context.Values.webhook.service.port }}
@@ -55,8 +55,10 @@ Annotations of the webhook configurations (cert-manager CA injection).
 Usage: {{- include "slurm-operator.webhook.configAnnotations" . | nindent 2 }}
 */}}
 {{- define "slurm-operator.webhook.configAnnotations" -}}
-{{- if .Values.webhook.certManager.enabled }}
+{{- if and .Values.certManager.enabled (not .Values.webhook.tls.existingSecret) }}
+{{- $certificate := printf "%s/%s" (include "slurm-operator.namespace" .) .Values.certManager.secretName }}
 annotations:
-  cert-manager.io/inject-ca-from: {{ printf "%s/%s" (include "slurm-operator.namespace" .) (include "slurm-operator.webhook.fullname" .) | quote }}
+  cert-manager.io/inject-ca-from: {{ $certificate | quote }}
+  certmanager.k8s.io/inject-ca-from: {{ $certificate | quote }}
 {{- end }}
 {{- end }}

@@ -73,6 +73,8 @@ HELM_TIMEOUT = "120s"
 
 
 OPERATOR_VALUES: dict[str, Any] = {
+    # No cert-manager runs in the demo cluster: the chart makes the webhook certificate itself.
+    "certManager": {"enabled": False},
     # No webhook server answers under kwok (the pods are fakes). With the chart's
     # failurePolicy: Fail the API server would refuse the slurm-cluster objects; Ignore keeps the
     # configurations installed and a 1 s timeout bounds each call to the unreachable pod IP.
