@@ -29,6 +29,10 @@ DATA = REPO / "tests" / "data" / "cluster"
 OVERRIDES = DATA / "overrides"
 SLINKY_GROUP = "slinky.slurm.net"
 HELM_TIMEOUT = "60s"
+CRD_UNINSTALL_TIMEOUT = "180s"
+"""``helm uninstall --wait`` of a release that deletes the Slinky CRDs: kube-apiserver's CRD
+finalizer deletes every instance and then polls for none left (every 5 s, giving up after a
+minute and starting over), and that wait alone was seen at over 60 s on a busy machine."""
 # Objects every namespace has, and kinds that are records rather than release contents.
 NAMESPACE_BASELINE = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
 IGNORED_NAMESPACED = {"events", "events.events.k8s.io"}

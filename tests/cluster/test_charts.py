@@ -71,7 +71,9 @@ def test_install_test_upgrade_rollback_uninstall(
             assert {
                 k["metadata"]["name"] for k in kept if k["kind"] == "CustomResourceDefinition"
             } == set(support.slinky_crd_names())
-        helm4.run("uninstall", release, *ns, "--wait", "--timeout", support.HELM_TIMEOUT)
+        deletes_crds = scenario.chart in OWNS_CRDS and not _crds_kept(scenario)
+        timeout = support.CRD_UNINSTALL_TIMEOUT if deletes_crds else support.HELM_TIMEOUT
+        helm4.run("uninstall", release, *ns, "--wait", "--timeout", timeout)
         assert_nothing_left(cluster, namespace, scenario.chart)
         if scenario.chart in OWNS_CRDS and _crds_enabled(scenario):
             # Documented: crds.keep (default true) leaves the CRDs behind; keep: false removes them.
