@@ -140,8 +140,13 @@ def test_folder_and_loop_are_one_line_errors(
 
 
 # The CLI in a child whose fsync announces "writing" and stalls: the temporary file exists then.
+# The child starts with Python's own signal dispositions: a pytest run under nohup or in a
+# background job hands down SIGHUP and SIGINT ignored, which the writer rightly keeps ignored.
 _STALLED = """
-import os, sys, time
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+for sig in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_DFL)
 from slinky_topology import cli
 def stall(fd):
     print("writing", flush=True)
