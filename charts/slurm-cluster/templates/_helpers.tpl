@@ -98,20 +98,36 @@ default
 {{- end }}
 
 {{- /*
-Image reference from an image object {registry, repository, tag, digest}.
-global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
+Image reference from an image value: a string used as is (upstream's short form, only its
+registry host replaced by global.imageRegistry), or an object
+{registry, repository, tag, digest}. A repository may start with its registry host, as upstream
+writes it (`ghcr.io/slinkyproject/slurmd`): a first path component with a `.` or `:`, or
+`localhost`, is a host. The registry is, first found: global.imageRegistry (replaces the host),
+the repository's own host, `registry`. tag defaults to .Chart.AppVersion; digest wins over tag.
 Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.image) }}
 */}}
 {{- define "slurm-cluster.image" -}}
 {{- $image := .image }}
+{{- $verbatim := kindIs "string" $image }}
+{{- if $verbatim }}
+{{- $image = dict "repository" $image }}
+{{- end }}
 {{- $global := .context.Values.global | default dict }}
-{{- $registry := $global.imageRegistry | default $image.registry }}
 {{- $repository := required "an image repository is required (image.repository)" $image.repository }}
+{{- $host := "" }}
+{{- $parts := splitn "/" 2 $repository }}
+{{- if and $parts._1 (or (contains "." $parts._0) (contains ":" $parts._0) (eq $parts._0 "localhost")) }}
+{{- $host = $parts._0 }}
+{{- $repository = $parts._1 }}
+{{- end }}
+{{- $registry := $global.imageRegistry | default $host | default $image.registry }}
 {{- $ref := $repository }}
 {{- if $registry }}
 {{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
 {{- end }}
-{{- if $image.digest }}
+{{- if $verbatim }}
+{{- $ref }}
+{{- else if $image.digest }}
 {{- printf "%s@%s" $ref $image.digest }}
 {{- else }}
 {{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
@@ -123,7 +139,9 @@ Pull policy of an image object: its own pullPolicy, else the top-level imagePull
 Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "image" .Values.controller.image) }}
 */}}
 {{- define "slurm-cluster.imagePullPolicy" -}}
-{{- .image.pullPolicy | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
+{{- $own := "" }}
+{{- if kindIs "map" .image }}{{- $own = .image.pullPolicy }}{{- end }}
+{{- $own | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
 {{- end }}
 
 {{- /*

@@ -1,0 +1,127 @@
+"""slurm-cluster takes values written for upstream Slinky's ``slurm`` chart (v1.2.1) with their meaning.
+
+Each test renders our chart with a values file in upstream's layout and checks the Slinky objects
+it makes: images written as upstream writes them (the registry inside ``repository``, a reference
+string, a digest), the NodeSets a user lists and no others, and the other upstream keys
+slurm-cluster accepts. The expected values are the ones upstream's chart documents for the same
+input (its values.yaml comments and helm-unittest suites), written out here by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from slinky_harness.helm import charts
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s import schemas as kubeschema
+
+CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
+NEWEST = kubeschema.newest_version()
+
+Doc = dict[str, Any]
+
+
+def render(values: dict[str, Any]) -> list[Doc]:
+    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    assert result.ok, result.describe()
+    return result.docs
+
+
+def one(docs: list[Doc], kind: str) -> Doc:
+    found = [d for d in docs if d["kind"] == kind]
+    assert len(found) == 1, f"{len(found)} {kind} objects: {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def images(docs: list[Doc], nodeset: str = "cpu") -> dict[str, str]:
+    """The container images of the Slinky objects, keyed by ``<kind>.<container field>`` (of the
+    NodeSets, only ``nodeset``'s)."""
+    result = {}
+    for doc in docs:
+        if doc["kind"] == "NodeSet" and not doc["metadata"]["name"].endswith(f"-{nodeset}"):
+            continue
+        for field in ("slurmctld", "reconfigure", "logfile", "slurmd", "slurmrestd", "slurmdbd"):
+            image = (doc.get("spec") or {}).get(field, {}).get("image")
+            if image:
+                result[f"{doc['kind']}.{field}"] = image
+    return result
+
+
+# --- images ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        pytest.param(
+            {"repository": "ghcr.io/slinkyproject/slurmd", "tag": "25.11-ubuntu24.04"},
+            "ghcr.io/slinkyproject/slurmd:25.11-ubuntu24.04",
+            id="registry-in-repository",
+        ),
+        pytest.param(
+            {"repository": "localhost:5000/slurmd", "tag": "1"},
+            "localhost:5000/slurmd:1",
+            id="registry-with-port",
+        ),
+        pytest.param(
+            {"repository": "ghcr.io/slinkyproject/slurmd", "tag": None, "digest": "sha256:abc123"},
+            "ghcr.io/slinkyproject/slurmd@sha256:abc123",
+            id="digest-wins-tag-null",
+        ),
+        pytest.param(
+            "registry.example.com/hpc/slurmd:custom",
+            "registry.example.com/hpc/slurmd:custom",
+            id="reference-string",
+        ),
+        pytest.param(
+            {"registry": "mirror.example.com", "repository": "hpc/slurmd", "tag": "2"},
+            "mirror.example.com/hpc/slurmd:2",
+            id="registry-key-before-a-bare-repository",
+        ),
+        pytest.param(
+            {"registry": "mirror.example.com", "repository": "quay.io/hpc/slurmd", "tag": "2"},
+            "quay.io/hpc/slurmd:2",
+            id="repository-host-wins-over-registry-key",
+        ),
+    ],
+)
+def test_image_renders_as_upstream_writes_it(image: Any, expected: str) -> None:
+    """An image in upstream's form renders to the reference upstream renders: never a doubled host."""
+    docs = render({"nodesets": {"cpu": {"image": image}}})
+    assert images(docs)["NodeSet.slurmd"] == expected
+
+
+def test_default_images_are_upstreams() -> None:
+    """The Slinky images default to upstream's repositories and tag (registry inside repository)."""
+    found = images(render({"accounting": {"enabled": True}, "nodesets": {"cpu": {}}}))
+    tag = "26.05-ubuntu26.04"
+    for field, name in {
+        "Controller.slurmctld": "slurmctld",
+        "Controller.reconfigure": "slurmctld",
+        "NodeSet.slurmd": "slurmd",
+        "RestApi.slurmrestd": "slurmrestd",
+        "Accounting.slurmdbd": "slurmdbd",
+    }.items():
+        assert found[field] == f"ghcr.io/slinkyproject/{name}:{tag}", field
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        {"repository": "ghcr.io/slinkyproject/slurmd", "tag": "1"},
+        "ghcr.io/slinkyproject/slurmd:1",
+        {"repository": "slinkyproject/slurmd", "tag": "1"},
+    ],
+    ids=["object", "string", "no-host"],
+)
+def test_global_registry_replaces_the_host_only(image: Any) -> None:
+    """``global.imageRegistry`` replaces the registry host and keeps the repository path once."""
+    docs = render(
+        {
+            "global": {"imageRegistry": "mirror.example.com/cache"},
+            "nodesets": {"cpu": {"image": image}},
+        }
+    )
+    assert images(docs)["NodeSet.slurmd"] == "mirror.example.com/cache/slinkyproject/slurmd:1"
