@@ -125,3 +125,43 @@ def test_global_registry_replaces_the_host_only(image: Any) -> None:
         }
     )
     assert images(docs)["NodeSet.slurmd"] == "mirror.example.com/cache/slinkyproject/slurmd:1"
+
+
+# --- NodeSets ----------------------------------------------------------------------------------
+
+
+def nodeset_names(docs: list[Doc]) -> set[str]:
+    """The Slurm NodeSet names (the pod hostname prefixes) of the rendered NodeSets."""
+    return {
+        d["spec"]["template"]["spec"]["hostname"].rstrip("-")
+        for d in docs
+        if d["kind"] == "NodeSet"
+    }
+
+
+def test_no_nodeset_by_default() -> None:
+    """Like upstream's chart since 1.2, the defaults render no NodeSet and no partition."""
+    docs = render({})
+    assert nodeset_names(docs) == set()
+    assert "PartitionName=" not in str(one(docs, "Controller")["spec"].get("extraConf") or "")
+
+
+@pytest.mark.parametrize(
+    "nodesets",
+    [
+        {"slinky": {}},
+        {"gpu": {"replicas": 2, "partition": {"enabled": True}}, "cpu": {}},
+    ],
+    ids=["upstream-slinky", "two"],
+)
+def test_only_the_users_nodesets_are_rendered(nodesets: dict[str, Any]) -> None:
+    """A user's ``nodesets`` map gives exactly those NodeSets (and only their partitions): no
+    default NodeSet is merged in next to them."""
+    docs = render({"nodesets": nodesets})
+    assert nodeset_names(docs) == set(nodesets)
+    partitions = {
+        d["spec"]["template"]["spec"]["hostname"].rstrip("-")
+        for d in docs
+        if d["kind"] == "NodeSet" and d["spec"]["partition"]["enabled"]
+    }
+    assert partitions == {n for n, v in nodesets.items() if v.get("partition", {}).get("enabled")}

@@ -741,6 +741,8 @@ CRDS_ROWS = (
 CLUSTER = "slurm-cluster"
 GPU = {"gpu": {"count": 8}}
 KEDA = {"enabled": True, "type": "keda", "minReplicas": 0}
+OWN_PARTITION = {"partition": {"enabled": True}}
+"""A NodeSet entry with its own partition (the chart lists no NodeSet by default)."""
 CLUSTER_ROWS = (
     Row(
         "slurm-conf-file",
@@ -765,7 +767,7 @@ CLUSTER_ROWS = (
     Row(
         "partition-names-unknown-nodeset",
         CLUSTER,
-        {"partitions": {"debug": {"nodesets": ["compute", "gpu"]}}},
+        {"nodesets": {"compute": {}}, "partitions": {"debug": {"nodesets": ["compute", "gpu"]}}},
         'partitions.debug.nodesets names NodeSet "gpu" (partition "debug"), which is unknown or disabled: known '
         "NodeSets are [compute]. Fix the name, enable `nodesets.gpu`, or use `ALL`.",
     ),
@@ -775,7 +777,7 @@ CLUSTER_ROWS = (
         {
             "partitionDefaults": {"nodesets": ["gpu"]},
             "partitions": {"debug": {}},
-            "nodesets": {"gpu": {"enabled": False}},
+            "nodesets": {"compute": {}, "gpu": {"enabled": False}},
         },
         'partitionDefaults.nodesets names NodeSet "gpu" (partition "debug"), which is unknown or disabled: known '
         "NodeSets are [compute]. Fix the name, enable `nodesets.gpu`, or use `ALL`.",
@@ -783,14 +785,14 @@ CLUSTER_ROWS = (
     Row(
         "partition-defined-twice",
         CLUSTER,
-        {"partitions": {"compute": {"nodesets": ["ALL"]}}},
+        {"nodesets": {"compute": OWN_PARTITION}, "partitions": {"compute": {"nodesets": ["ALL"]}}},
         'partition "compute" is defined twice: by `partitions.compute` and by '
         "`nodesets.compute.partition.enabled`. Keep one.",
     ),
     Row(
         "partition-topology-without-topology",
         CLUSTER,
-        {"nodesets": {"compute": {"partition": {"topology": "fabric"}}}},
+        {"nodesets": {"compute": {"partition": {"enabled": True, "topology": "fabric"}}}},
         'nodesets.compute.partition.topology is "fabric" but no topology is configured: set `topology.yaml` '
         "or `topology.configMapRef`.",
     ),
@@ -888,7 +890,8 @@ CLUSTER_ROWS = (
         {
             "nodesets": {
                 "compute": {
-                    "autoscaling": {**KEDA, "keda": {"prometheusServer": "http://prom:9090"}}
+                    **OWN_PARTITION,
+                    "autoscaling": {**KEDA, "keda": {"prometheusServer": "http://prom:9090"}},
                 }
             }
         },

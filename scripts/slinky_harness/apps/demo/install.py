@@ -87,7 +87,7 @@ def slurm_cluster_values(topology_values: dict[str, Any]) -> dict[str, Any]:
     if nvl:
         nodeset["partition"]["topology"] = nvl
     values: dict[str, Any] = {
-        "nodesets": {"compute": {"enabled": False}, NODESET: nodeset},
+        "nodesets": {NODESET: nodeset},
         **topology_values,
     }
     if tree:
