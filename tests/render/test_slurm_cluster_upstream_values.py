@@ -165,3 +165,53 @@ def test_only_the_users_nodesets_are_rendered(nodesets: dict[str, Any]) -> None:
         if d["kind"] == "NodeSet" and d["spec"]["partition"]["enabled"]
     }
     assert partitions == {n for n, v in nodesets.items() if v.get("partition", {}).get("enabled")}
+
+
+# --- priorityClass -----------------------------------------------------------------------------
+
+SLINKY_PODS = ("Controller", "RestApi", "Accounting", "NodeSet", "LoginSet")
+EVERY_POD: dict[str, Any] = {
+    "accounting": {"enabled": True},
+    "nodesets": {"cpu": {}},
+    "loginsets": {"login": {}},
+}
+
+
+def pod_priority_classes(docs: list[Doc]) -> dict[str, str | None]:
+    """The pod template ``priorityClassName`` of every Slinky object, by kind."""
+    return {
+        d["kind"]: d["spec"]["template"].get("spec", {}).get("priorityClassName")
+        for d in docs
+        if d["kind"] in SLINKY_PODS
+    }
+
+
+def test_priority_class_is_off_by_default() -> None:
+    """No PriorityClass is created and no pod names one unless ``priorityClass.enabled``."""
+    docs = render({**EVERY_POD, "priorityClass": {"create": True}})
+    assert not [d for d in docs if d["kind"] == "PriorityClass"]
+    assert set(pod_priority_classes(docs)) == set(SLINKY_PODS)
+    assert set(pod_priority_classes(docs).values()) == {None}
+
+
+def test_enabled_priority_class_reaches_every_pod_and_is_created_on_request() -> None:
+    """``priorityClass.enabled`` names the class on every Slinky pod; ``create`` makes it with the
+    given value, policy and description."""
+    pc = {"enabled": True, "create": True, "name": "hpc-high", "value": 1000, "description": "HPC"}
+    docs = render({**EVERY_POD, "priorityClass": {**pc, "preemptionPolicy": "Never"}})
+    assert pod_priority_classes(docs) == dict.fromkeys(SLINKY_PODS, "hpc-high")
+    created = one(docs, "PriorityClass")
+    assert created["metadata"]["name"] == "hpc-high"
+    assert (created["value"], created["preemptionPolicy"], created["description"]) == (
+        1000,
+        "Never",
+        "HPC",
+    )
+    assert created["globalDefault"] is False
+
+
+def test_priority_class_is_used_without_being_created() -> None:
+    """``enabled`` without ``create`` uses an existing class and creates nothing."""
+    docs = render({**EVERY_POD, "priorityClass": {"enabled": True, "name": "existing"}})
+    assert not [d for d in docs if d["kind"] == "PriorityClass"]
+    assert pod_priority_classes(docs) == dict.fromkeys(SLINKY_PODS, "existing")

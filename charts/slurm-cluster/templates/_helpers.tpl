@@ -218,7 +218,7 @@ tolerations:
 topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with (.c.priorityClassName | default .context.Values.priorityClassName) }}
+{{- with (.c.priorityClassName | default (include "slurm-cluster.priorityClassName" .context)) }}
 priorityClassName: {{ . | quote }}
 {{- end }}
 {{- include "slurm-cluster.imagePullSecrets" .context | nindent 0 }}
@@ -229,6 +229,17 @@ securityContext:
 {{- with .c.volumes }}
 volumes:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /*
+The chart-wide PriorityClass: priorityClass.name (slurm-priority-critical when empty) when
+priorityClass.enabled, else empty.
+Usage: {{ include "slurm-cluster.priorityClassName" . }}
+*/}}
+{{- define "slurm-cluster.priorityClassName" -}}
+{{- if .Values.priorityClass.enabled }}
+{{- .Values.priorityClass.name | default "slurm-priority-critical" }}
 {{- end }}
 {{- end }}
 
