@@ -89,7 +89,7 @@ def images(docs: list[Doc], nodeset: str = "cpu") -> dict[str, str]:
 )
 def test_image_renders_as_upstream_writes_it(image: Any, expected: str) -> None:
     """An image in upstream's form renders to the reference upstream renders: never a doubled host."""
-    docs = render({"nodesets": {"cpu": {"image": image}}})
+    docs = render({"nodesets": {"cpu": {"slurmd": {"image": image}}}})
     assert images(docs)["NodeSet.slurmd"] == expected
 
 
@@ -121,7 +121,7 @@ def test_global_registry_replaces_the_host_only(image: Any) -> None:
     docs = render(
         {
             "global": {"imageRegistry": "mirror.example.com/cache"},
-            "nodesets": {"cpu": {"image": image}},
+            "nodesets": {"cpu": {"slurmd": {"image": image}}},
         }
     )
     assert images(docs)["NodeSet.slurmd"] == "mirror.example.com/cache/slinkyproject/slurmd:1"
@@ -215,3 +215,74 @@ def test_priority_class_is_used_without_being_created() -> None:
     docs = render({**EVERY_POD, "priorityClass": {"enabled": True, "name": "existing"}})
     assert not [d for d in docs if d["kind"] == "PriorityClass"]
     assert pod_priority_classes(docs) == dict.fromkeys(SLINKY_PODS, "existing")
+
+
+# --- containers --------------------------------------------------------------------------------
+
+CONTAINERS = {
+    "Controller": ("controller", "slurmctld"),
+    "RestApi": ("restapi", "slurmrestd"),
+    "Accounting": ("accounting", "slurmdbd"),
+    "NodeSet": ("nodesets.cpu", "slurmd"),
+    "LoginSet": ("loginsets.login", "login"),
+}
+
+
+def at(values: dict[str, Any], dotted: str) -> dict[str, Any]:
+    """The mapping at ``dotted`` in ``values``, created on the way."""
+    node = values
+    for key in dotted.split("."):
+        node = node.setdefault(key, {})
+    return node
+
+
+def test_container_fields_pass_through_under_upstreams_container_keys() -> None:
+    """Each Slinky container takes upstream's key (``controller.slurmctld``, ...) and passes any
+    corev1.Container field through, with ``imagePullPolicy`` winning over the chart default."""
+    values: dict[str, Any] = {"accounting": {"enabled": True}}
+    probe = {"exec": {"command": ["true"]}}
+    for parent, container in CONTAINERS.values():
+        at(values, parent)[container] = {
+            "args": ["-v"],
+            "env": [{"name": "X", "value": "1"}],
+            "livenessProbe": probe,
+            "imagePullPolicy": "Always",
+        }
+    docs = render(values)
+    for kind, (_, container) in CONTAINERS.items():
+        got = one(docs, kind)["spec"][container]
+        assert got["livenessProbe"] == probe, kind
+        assert (got["args"], got["env"], got["imagePullPolicy"]) == (
+            ["-v"],
+            [{"name": "X", "value": "1"}],
+            "Always",
+        ), kind
+
+
+def test_gpu_limits_merge_into_the_slurmd_resources() -> None:
+    """GPUs of ``nodesets.<n>.gpu`` are added to the user's ``slurmd.resources``, which stay."""
+    values = {
+        "nodesets": {
+            "cpu": {"gpu": {"count": 4}, "slurmd": {"resources": {"limits": {"memory": "8Gi"}}}}
+        }
+    }
+    resources = one(render(values), "NodeSet")["spec"]["slurmd"]["resources"]
+    assert resources["limits"] == {"memory": "8Gi", "nvidia.com/gpu": 4}
+
+
+@pytest.mark.parametrize(
+    ("values", "pointer"),
+    [
+        ({"controller": {"resources": {}}}, "/controller"),
+        ({"nodesets": {"cpu": {"env": []}}}, "/nodesets/cpu"),
+        ({"loginsetDefaults": {"image": {"tag": "1"}}}, "/loginsetDefaults"),
+    ],
+    ids=["controller", "nodeset", "loginsetDefaults"],
+)
+def test_container_keys_outside_their_container_are_refused(
+    values: dict[str, Any], pointer: str
+) -> None:
+    """The pre-1.0 places of container settings (on the component) are gone: the schema names them."""
+    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    assert not result.ok
+    assert f"at '{pointer}': additional properties" in result.stderr, result.stderr

@@ -1027,9 +1027,9 @@ CLUSTER_ROWS = (
     Row(
         "image-repository-required",
         CLUSTER,
-        {"nodesets": {"compute": {"image": {"repository": ""}}}},
+        {"nodesets": {"compute": {"slurmd": {"image": {"repository": ""}}}}},
         "an image repository is required (image.repository)",
-        schema=("/nodesets/compute/image/repository", "minLength: got 0, want 1"),
+        schema=("/nodesets/compute/slurmd/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),
 )

@@ -104,7 +104,7 @@ registry host replaced by global.imageRegistry), or an object
 writes it (`ghcr.io/slinkyproject/slurmd`): a first path component with a `.` or `:`, or
 `localhost`, is a host. The registry is, first found: global.imageRegistry (replaces the host),
 the repository's own host, `registry`. tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.image) }}
+Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.slurmctld.image) }}
 */}}
 {{- define "slurm-cluster.image" -}}
 {{- $image := .image }}
@@ -135,12 +135,13 @@ Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.contro
 {{- end }}
 
 {{- /*
-Pull policy of an image object: its own pullPolicy, else the top-level imagePullPolicy.
-Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "image" .Values.controller.image) }}
+Pull policy of a container: its own imagePullPolicy, else its image's pullPolicy, else the
+top-level imagePullPolicy.
+Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "c" .Values.controller.slurmctld) }}
 */}}
 {{- define "slurm-cluster.imagePullPolicy" -}}
-{{- $own := "" }}
-{{- if kindIs "map" .image }}{{- $own = .image.pullPolicy }}{{- end }}
+{{- $own := .c.imagePullPolicy | default "" }}
+{{- if and (not $own) (kindIs "map" .c.image) }}{{- $own = .c.image.pullPolicy }}{{- end }}
 {{- $own | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
 {{- end }}
 
@@ -167,33 +168,21 @@ imagePullSecrets:
 {{- end }}
 
 {{- /*
-A Slinky container block (slurmctld, slurmd, logfile, ...) from component values: image, pull
-policy, args, env, resources, securityContext and volumeMounts when set.
-Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller) | nindent 4 }}
+A Slinky container (slurmctld, slurmd, logfile, ...) from its values: every corev1.Container field
+passed through, the image formatted by slurm-cluster.image, the pull policy resolved, and empty
+fields left out.
+Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller.slurmctld) | nindent 4 }}
 */}}
 {{- define "slurm-cluster.container" -}}
-image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
-imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "image" .c.image) | quote }}
-{{- with .c.args }}
-args:
-  {{- toYaml . | nindent 2 }}
+{{- $out := omit .c "image" "imagePullPolicy" }}
+{{- range $key, $value := $out }}
+{{- if not (or $value (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value)) }}
+{{- $_ := unset $out $key }}
 {{- end }}
-{{- with .c.env }}
-env:
-  {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .c.resources }}
-resources:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.securityContext }}
-securityContext:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.volumeMounts }}
-volumeMounts:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
+{{- $_ := set $out "image" (include "slurm-cluster.image" (dict "context" .context "image" .c.image)) }}
+{{- $_ := set $out "imagePullPolicy" (include "slurm-cluster.imagePullPolicy" (dict "context" .context "c" .c)) }}
+{{- toYaml $out }}
 {{- end }}
 
 {{- /*
