@@ -286,3 +286,56 @@ def test_container_keys_outside_their_container_are_refused(
     result = helm.template(CHART.path, values, kube_version=NEWEST)
     assert not result.ok
     assert f"at '{pointer}': additional properties" in result.stderr, result.stderr
+
+
+# --- podSpec and metadata ----------------------------------------------------------------------
+
+
+def test_pod_spec_and_metadata_pass_through_to_every_pod_template() -> None:
+    """``<component>.podSpec`` is the pod template's spec (any PodSpec field) and ``metadata`` adds
+    labels and annotations to the object and its pod template, for every Slinky object; the pod's
+    own priorityClassName wins over ``priorityClass`` and its pull secrets come first."""
+    pod = {
+        "nodeSelector": {"pool": "hpc"},
+        "tolerations": [{"key": "hpc", "operator": "Exists", "effect": "NoSchedule"}],
+        "hostNetwork": True,
+        "priorityClassName": "own",
+        "imagePullSecrets": [{"name": "own-pull"}],
+    }
+    meta = {"labels": {"team": "hpc"}, "annotations": {"note": "x"}}
+    values: dict[str, Any] = {
+        "accounting": {"enabled": True},
+        "priorityClass": {"enabled": True, "name": "chart-wide"},
+        "imagePullSecrets": ["chart-pull"],
+    }
+    for parent, _ in CONTAINERS.values():
+        at(values, parent).update({"podSpec": pod, "metadata": meta})
+    docs = render(values)
+    for kind in CONTAINERS:
+        doc = one(docs, kind)
+        spec = doc["spec"]["template"]["spec"]
+        assert spec["nodeSelector"] == {"pool": "hpc"}, kind
+        assert spec["tolerations"] == pod["tolerations"], kind
+        assert spec["hostNetwork"] is True, kind
+        assert spec["priorityClassName"] == "own", kind
+        assert spec["imagePullSecrets"] == [{"name": "own-pull"}, {"name": "chart-pull"}], kind
+        for where in (doc["metadata"], doc["spec"]["template"]["metadata"]):
+            assert where["labels"]["team"] == "hpc", kind
+            assert where["annotations"] == {"note": "x"}, kind
+        assert doc["metadata"]["labels"]["app.kubernetes.io/instance"] == helm.DEFAULT_RELEASE
+
+
+@pytest.mark.parametrize(
+    ("values", "pointer"),
+    [
+        ({"controller": {"nodeSelector": {}}}, "/controller"),
+        ({"nodesets": {"cpu": {"tolerations": []}}}, "/nodesets/cpu"),
+        ({"restapi": {"podAnnotations": {}}}, "/restapi"),
+    ],
+    ids=["controller", "nodeset", "restapi"],
+)
+def test_pod_keys_outside_pod_spec_are_refused(values: dict[str, Any], pointer: str) -> None:
+    """The pre-1.0 places of pod settings (on the component) are gone: the schema names them."""
+    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    assert not result.ok
+    assert f"at '{pointer}': additional properties" in result.stderr, result.stderr

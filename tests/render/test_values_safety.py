@@ -289,8 +289,8 @@ def test_gpu_count_at_the_bound_renders() -> None:
         pytest.param({"loginsets": {"Bad_Name": {}}}, "loginsets", id="loginset-name"),
         pytest.param({"partitions": {"bad name": PARTITION}}, "partitions", id="partition-name"),
         pytest.param(
-            {"controller": {"podLabels": {"bad key!": "x"}}},
-            "controller.podLabels",
+            {"controller": {"metadata": {"labels": {"bad key!": "x"}}}},
+            "controller.metadata.labels",
             id="label-key",
         ),
         pytest.param(

@@ -186,39 +186,26 @@ Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.contr
 {{- end }}
 
 {{- /*
-Pod spec fields shared by every Slinky pod template, from component values: scheduling,
-priority class, pull secrets, pod security context and volumes.
+Pod spec of a Slinky pod template from a component's `podSpec` (corev1.PodSpec, passed through,
+empty fields left out), with the chart-wide PriorityClass unless the pod names its own, and the
+pod's imagePullSecrets followed by the chart's (global.imagePullSecrets, imagePullSecrets).
 Usage: {{ $spec := include "slurm-cluster.podSpec" (dict "context" $ "c" .Values.controller) | fromYaml }}
 */}}
 {{- define "slurm-cluster.podSpec" -}}
-{{- with .c.nodeSelector }}
-nodeSelector:
-  {{- toYaml . | nindent 2 }}
+{{- $spec := deepCopy (.c.podSpec | default dict) }}
+{{- range $key, $value := $spec }}
+{{- if not (or $value (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value)) }}
+{{- $_ := unset $spec $key }}
 {{- end }}
-{{- with .c.affinity }}
-affinity:
-  {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .c.tolerations }}
-tolerations:
-  {{- toYaml . | nindent 2 }}
+{{- with ($spec.priorityClassName | default (include "slurm-cluster.priorityClassName" .context)) }}
+{{- $_ := set $spec "priorityClassName" . }}
 {{- end }}
-{{- with .c.topologySpreadConstraints }}
-topologySpreadConstraints:
-  {{- toYaml . | nindent 2 }}
+{{- $secrets := concat ($spec.imagePullSecrets | default list) ((include "slurm-cluster.imagePullSecrets" .context | fromYaml).imagePullSecrets | default list) }}
+{{- with $secrets }}
+{{- $_ := set $spec "imagePullSecrets" . }}
 {{- end }}
-{{- with (.c.priorityClassName | default (include "slurm-cluster.priorityClassName" .context)) }}
-priorityClassName: {{ . | quote }}
-{{- end }}
-{{- include "slurm-cluster.imagePullSecrets" .context | nindent 0 }}
-{{- with .c.podSecurityContext }}
-securityContext:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.volumes }}
-volumes:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
+{{- toYaml $spec }}
 {{- end }}
 
 {{- /*
@@ -233,17 +220,33 @@ Usage: {{ include "slurm-cluster.priorityClassName" . }}
 {{- end }}
 
 {{- /*
-Pod template metadata (labels and annotations) of a Slinky object.
-Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.controller "component" "controller") | nindent 4 }}
+Pod template metadata of a Slinky object: the chart's pod labels, then the component's
+`metadata.labels` and `metadata.annotations`.
+Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.controller) | nindent 6 }}
 */}}
 {{- define "slurm-cluster.podMetadata" -}}
+{{- $meta := .c.metadata | default dict }}
+{{- $labels := dict "helm.sh/chart" (include "slurm-cluster.chart" .context) "app.kubernetes.io/part-of" "slurm" -}}
 labels:
-  helm.sh/chart: {{ include "slurm-cluster.chart" .context | quote }}
-  app.kubernetes.io/part-of: slurm
-  {{- with .c.podLabels }}
+  {{- toYaml (merge (dict) ($meta.labels | default dict) $labels) | nindent 2 }}
+{{- with $meta.annotations }}
+annotations:
   {{- toYaml . | nindent 2 }}
-  {{- end }}
-{{- with .c.podAnnotations }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Metadata labels and annotations of a Slinky object: the chart's labels, then the component's
+`metadata.labels` (they win, as in upstream's chart) and `metadata.annotations`; `extra` adds
+labels of the object's own.
+Usage: {{- include "slurm-cluster.objectMetadata" (dict "context" $ "c" .Values.controller "component" "controller") | nindent 2 }}
+*/}}
+{{- define "slurm-cluster.objectMetadata" -}}
+{{- $meta := .c.metadata | default dict }}
+{{- $labels := merge (include "slurm-cluster.labels" (dict "context" .context "component" .component) | fromYaml) (.extra | default dict) -}}
+labels:
+  {{- toYaml (merge (dict) ($meta.labels | default dict) $labels) | nindent 2 }}
+{{- with $meta.annotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
