@@ -179,10 +179,12 @@ Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.contr
 {{- if not (or $value (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value)) }}
 {{- $_ := unset $out $key }}
 {{- end }}
+{{- end -}}
+image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
+imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "c" .c) | quote }}
+{{- with $out }}
+{{ toYaml . }}
 {{- end }}
-{{- $_ := set $out "image" (include "slurm-cluster.image" (dict "context" .context "image" .c.image)) }}
-{{- $_ := set $out "imagePullPolicy" (include "slurm-cluster.imagePullPolicy" (dict "context" .context "c" .c)) }}
-{{- toYaml $out }}
 {{- end }}
 
 {{- /*
