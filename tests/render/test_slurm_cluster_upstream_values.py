@@ -339,3 +339,53 @@ def test_pod_keys_outside_pod_spec_are_refused(values: dict[str, Any], pointer: 
     result = helm.template(CHART.path, values, kube_version=NEWEST)
     assert not result.ok
     assert f"at '{pointer}': additional properties" in result.stderr, result.stderr
+
+
+# --- key Secrets -------------------------------------------------------------------------------
+
+
+def secrets(docs: list[Doc]) -> dict[str, set[str]]:
+    """The rendered Secrets: name -> data keys."""
+    return {d["metadata"]["name"]: set(d.get("data") or {}) for d in docs if d["kind"] == "Secret"}
+
+
+def test_keys_are_created_under_the_secret_ref_upstream_names() -> None:
+    """``create: true`` with a ``secretRef`` makes the Secret under that name and key, and the
+    Controller and Accounting refer to it."""
+    values = {
+        "accounting": {"enabled": True},
+        "slurmKey": {"secretRef": {"name": "my-slurm", "key": "auth.key"}},
+        "jwtKey": {"secretRef": {"name": "my-jwt", "key": "hs256.key"}},
+    }
+    docs = render(values)
+    found = secrets(docs)
+    assert found["my-slurm"] == {"auth.key"}
+    assert found["my-jwt"] == {"hs256.key"}
+    for kind in ("Controller", "Accounting"):
+        spec = one(docs, kind)["spec"]
+        assert spec["slurmKeyRef"] == {"name": "my-slurm", "key": "auth.key"}, kind
+        assert spec["jwtKeyRef"] == {"name": "my-jwt", "key": "hs256.key"}, kind
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"slurmKey": {"create": False}, "jwtKey": {"create": False}},
+        {"controller": {"external": True, "externalConfig": {"host": "ctld.example"}}},
+        {
+            "accounting": {
+                "enabled": True,
+                "external": True,
+                "externalConfig": {"host": "dbd.example"},
+            }
+        },
+    ],
+    ids=["create-false", "controller-external", "accounting-external"],
+)
+def test_no_key_is_created_without_create_or_for_an_external_daemon(values: dict[str, Any]) -> None:
+    """As upstream: no key Secret with ``create: false`` or an external slurmctld or slurmdbd; the
+    objects still refer to the default names."""
+    docs = render(values)
+    assert not [n for n in secrets(docs) if n.endswith(("-slurm-key", "-jwt-key"))]
+    refs = [d["spec"]["slurmKeyRef"] for d in docs if d["kind"] in ("Controller", "Accounting")]
+    assert refs and all(r["name"].endswith("-slurm-key") and r["key"] == "slurm.key" for r in refs)

@@ -923,22 +923,11 @@ CLUSTER_ROWS = (
         CLUSTER,
         {
             "controller": {"external": True},
-            "slurmKey": {"existingSecret": "slurm-key"},
-            "jwtKey": {"existingSecret": "jwt-key"},
+            "slurmKey": {"create": False, "secretRef": {"name": "slurm-key"}},
+            "jwtKey": {"create": False, "secretRef": {"name": "jwt-key"}},
         },
         "controller.external is true but controller.externalConfig.host is empty: set the external slurmctld "
         "host.",
-    ),
-    Row(
-        "external-controller-without-keys",
-        CLUSTER,
-        {
-            "controller": {"external": True, "externalConfig": {"host": "ctld.example"}},
-            "jwtKey": {"existingSecret": "jwt"},
-        },
-        "controller.external is true: copy the external cluster's keys into Secrets and set "
-        "`slurmKey.existingSecret` and `jwtKey.existingSecret` (the chart does not generate keys for a hybrid "
-        "cluster).",
     ),
     Row(
         "external-controller-with-metrics",
@@ -949,8 +938,8 @@ CLUSTER_ROWS = (
                 "externalConfig": {"host": "ctld.example"},
                 "metrics": {"enabled": True},
             },
-            "slurmKey": {"existingSecret": "slurm-key"},
-            "jwtKey": {"existingSecret": "jwt-key"},
+            "slurmKey": {"create": False, "secretRef": {"name": "slurm-key"}},
+            "jwtKey": {"create": False, "secretRef": {"name": "jwt-key"}},
         },
         "controller.metrics.enabled needs a slurmctld in Kubernetes; it is ignored with controller.external: "
         "set it to false.",

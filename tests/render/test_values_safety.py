@@ -226,7 +226,11 @@ def test_safe_slurm_values_render_one_line_each() -> None:
             "scripts.prolog",
             id="scripts-..data",
         ),
-        pytest.param({"slurmKey": {"key": "..data"}}, "slurmKey.key", id="secret-key-..data"),
+        pytest.param(
+            {"slurmKey": {"secretRef": {"key": "..data"}}},
+            "slurmKey.secretRef.key",
+            id="secret-key-..data",
+        ),
     ],
 )
 def test_invalid_configmap_keys_are_rejected(values: dict[str, Any], path: str) -> None:

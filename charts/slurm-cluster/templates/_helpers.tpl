@@ -303,20 +303,20 @@ Usage: {{ include "slurm-cluster.loginset.name" (dict "context" $ "name" $key) }
 {{- end }}
 
 {{- /*
-Secret holding slurm.key: slurmKey.existingSecret, else "<fullname>-slurm-key".
+Secret holding slurm.key: slurmKey.secretRef.name, else "<fullname>-slurm-key".
 Usage: {{ include "slurm-cluster.slurmKeySecretName" . }}
 */}}
 {{- define "slurm-cluster.slurmKeySecretName" -}}
-{{- .Values.slurmKey.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "slurm-key")) }}
+{{- (.Values.slurmKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "slurm-key")) }}
 {{- end }}
 
 {{- /*
-Secret holding jwt.key (HS256): jwtKey.existingSecret, else "<fullname>-jwt-key". Other charts
-(slurm-bridge Token, clients) reference it with key `jwtKey.key` (default "jwt.key").
+Secret holding jwt.key (HS256): jwtKey.secretRef.name, else "<fullname>-jwt-key". Other charts
+(slurm-bridge Token, clients) reference it with key `jwtKey.secretRef.key` (default "jwt.key").
 Usage: {{ include "slurm-cluster.jwtKeySecretName" . }}
 */}}
 {{- define "slurm-cluster.jwtKeySecretName" -}}
-{{- .Values.jwtKey.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwt-key")) }}
+{{- (.Values.jwtKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwt-key")) }}
 {{- end }}
 
 {{- /*
@@ -351,11 +351,23 @@ external cluster) and not when an existing Secret is referenced.
 Usage: {{ if include "slurm-cluster.createSlurmKey" . }}
 */}}
 {{- define "slurm-cluster.createSlurmKey" -}}
-{{- if and (not .Values.controller.external) (not .Values.slurmKey.existingSecret) }}true{{ end }}
+{{- if and .Values.slurmKey.create (not .Values.controller.external) (not .Values.accounting.external) }}true{{ end }}
 {{- end }}
 
 {{- define "slurm-cluster.createJwtKey" -}}
-{{- if and (not .Values.controller.external) (not .Values.jwtKey.existingSecret) }}true{{ end }}
+{{- if and .Values.jwtKey.create (not .Values.controller.external) (not .Values.accounting.external) }}true{{ end }}
+{{- end }}
+
+{{- /*
+Key of slurm.key / jwt.key in its Secret: secretRef.key, else "slurm.key" / "jwt.key".
+Usage: {{ include "slurm-cluster.slurmKeyKey" . }}, {{ include "slurm-cluster.jwtKeyKey" . }}
+*/}}
+{{- define "slurm-cluster.slurmKeyKey" -}}
+{{- (.Values.slurmKey.secretRef | default dict).key | default "slurm.key" }}
+{{- end }}
+
+{{- define "slurm-cluster.jwtKeyKey" -}}
+{{- (.Values.jwtKey.secretRef | default dict).key | default "jwt.key" }}
 {{- end }}
 
 {{- /*
