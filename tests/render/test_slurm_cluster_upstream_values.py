@@ -389,3 +389,29 @@ def test_no_key_is_created_without_create_or_for_an_external_daemon(values: dict
     assert not [n for n in secrets(docs) if n.endswith(("-slurm-key", "-jwt-key"))]
     refs = [d["spec"]["slurmKeyRef"] for d in docs if d["kind"] in ("Controller", "Accounting")]
     assert refs and all(r["name"].endswith("-slurm-key") and r["key"] == "slurm.key" for r in refs)
+
+
+# --- prolog and epilog scripts -----------------------------------------------------------------
+
+SCRIPT_KEYS = {
+    "prologScripts": "prologScriptRefs",
+    "epilogScripts": "epilogScriptRefs",
+    "prologSlurmctldScripts": "prologSlurmctldScriptRefs",
+    "epilogSlurmctldScripts": "epilogSlurmctldScriptRefs",
+}
+
+
+@pytest.mark.parametrize("key", SCRIPT_KEYS)
+def test_script_maps_become_configmaps_the_controller_refers_to(key: str) -> None:
+    """Each of upstream's script maps gives one ConfigMap holding every script, and the Controller
+    refers to it in the matching ``*ScriptRefs`` (and to no other script ConfigMap)."""
+    script = "#!/bin/sh\nexit 0\n"
+    docs = render({key: {"00-a.sh": script, "10-b.sh": script}})
+    refs = {f: one(docs, "Controller")["spec"].get(f) for f in SCRIPT_KEYS.values()}
+    assert [f for f, r in refs.items() if r] == [SCRIPT_KEYS[key]]
+    (ref,) = refs[SCRIPT_KEYS[key]]
+    config = next(
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ref["name"]
+    )
+    assert sorted(config["data"].values()) == [script, script]
+    assert all(k.endswith(("00-a.sh", "10-b.sh")) for k in config["data"])

@@ -222,8 +222,8 @@ def test_safe_slurm_values_render_one_line_each() -> None:
         pytest.param({"configFiles": {".": "x"}}, "configFiles", id="configFiles-dot"),
         pytest.param({"configFiles": {"a" * 254: "x"}}, "configFiles", id="configFiles-too-long"),
         pytest.param(
-            {"scripts": {"prolog": {"..data": "#!/bin/sh\n"}}},
-            "scripts.prolog",
+            {"prologScripts": {"..data": "#!/bin/sh\n"}},
+            "prologScripts",
             id="scripts-..data",
         ),
         pytest.param(
