@@ -415,3 +415,34 @@ def test_script_maps_become_configmaps_the_controller_refers_to(key: str) -> Non
     )
     assert sorted(config["data"].values()) == [script, script]
     assert all(k.endswith(("00-a.sh", "10-b.sh")) for k in config["data"])
+
+
+# --- controller.extraConf and extraConfMap -----------------------------------------------------
+
+
+def extra_conf(values: dict[str, Any]) -> list[str]:
+    return str(one(render(values), "Controller")["spec"].get("extraConf") or "").splitlines()
+
+
+def test_controller_extra_conf_map_renders_one_setting_per_line() -> None:
+    """``controller.extraConfMap`` gives ``Key=value`` lines, lists joined with commas."""
+    lines = extra_conf(
+        {"controller": {"extraConfMap": {"MinJobAge": 300, "SlurmctldParameters": ["a", "b"]}}}
+    )
+    assert "MinJobAge=300" in lines
+    assert "SlurmctldParameters=a,b" in lines
+
+
+def test_controller_extra_conf_wins_over_the_map() -> None:
+    """As upstream: the raw ``controller.extraConf`` lines are used verbatim and the map is ignored."""
+    lines = extra_conf(
+        {
+            "controller": {
+                "extraConf": "DebugFlags=Backfill\nMaxJobCount=5 # raw\n",
+                "extraConfMap": {"MinJobAge": 300},
+            }
+        }
+    )
+    assert "DebugFlags=Backfill" in lines
+    assert "MaxJobCount=5 # raw" in lines
+    assert not [line for line in lines if line.startswith("MinJobAge")]

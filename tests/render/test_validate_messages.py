@@ -749,14 +749,14 @@ CLUSTER_ROWS = (
         CLUSTER,
         {"configFiles": {"slurm.conf": "ClusterName=x\n"}},
         "configFiles.slurm.conf is refused: the operator generates slurm.conf. Put extra settings in "
-        "`slurmConf.extraLines`/`slurmConf.extra` (slurm.conf).",
+        "`controller.extraConf`/`controller.extraConfMap` (slurm.conf).",
     ),
     Row(
         "slurmdbd-conf-file",
         CLUSTER,
         {"configFiles": {"slurmdbd.conf": "DbdHost=x\n"}},
         "configFiles.slurmdbd.conf is refused: the operator generates slurmdbd.conf. Put extra settings in "
-        "`slurmConf.extraLines`/`slurmConf.extra` or `accounting.extraConf` (slurmdbd.conf).",
+        "`controller.extraConf`/`controller.extraConfMap` or `accounting.extraConf` (slurmdbd.conf).",
     ),
     Row(
         "partition-without-nodesets",

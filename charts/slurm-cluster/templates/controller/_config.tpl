@@ -7,7 +7,7 @@ scheduling presets, GPUs and partitions.
 {{- /*
 A settings map as "Key=value" entries (sorted by key; lists joined with commas; empty values
 skipped), joined with .sep (default a newline).
-Usage: {{ include "slurm-cluster.confMap" (dict "map" .Values.slurmConf.extra) }}
+Usage: {{ include "slurm-cluster.confMap" (dict "map" .Values.controller.extraConfMap) }}
 */}}
 {{- define "slurm-cluster.confMap" -}}
 {{- $out := list }}
@@ -347,10 +347,13 @@ Usage: {{ include "slurm-cluster.controller.extraConf" . }}
 {{- $lines = append $lines $line }}
 {{- end }}
 {{- end }}
-{{- if or .Values.slurmConf.extraLines .Values.slurmConf.extra }}
-{{- $lines = append $lines "# slurmConf (values)" }}
-{{- range .Values.slurmConf.extraLines }}{{- $lines = append $lines (toString .) }}{{- end }}
-{{- with (include "slurm-cluster.confMap" (dict "map" .Values.slurmConf.extra)) }}
+{{- $c := .Values.controller }}
+{{- if $c.extraConf }}
+{{- $lines = append $lines "# controller.extraConf (values)" }}
+{{- $lines = concat $lines (splitList "\n" (trimSuffix "\n" (toString $c.extraConf))) }}
+{{- else if $c.extraConfMap }}
+{{- with (include "slurm-cluster.confMap" (dict "map" $c.extraConfMap)) }}
+{{- $lines = append $lines "# controller.extraConfMap (values)" }}
 {{- $lines = concat $lines (splitList "\n" .) }}
 {{- end }}
 {{- end }}
