@@ -446,3 +446,35 @@ def test_controller_extra_conf_wins_over_the_map() -> None:
     assert "DebugFlags=Backfill" in lines
     assert "MaxJobCount=5 # raw" in lines
     assert not [line for line in lines if line.startswith("MinJobAge")]
+
+
+# --- partitions: config and configMap ----------------------------------------------------------
+
+
+def partition_lines(docs: list[Doc]) -> list[str]:
+    extra = str(one(docs, "Controller")["spec"].get("extraConf") or "")
+    return [line for line in extra.splitlines() if line.startswith("PartitionName=")]
+
+
+def test_partition_config_map_and_null_config_as_upstream() -> None:
+    """A partition's ``configMap`` renders ``Key=value`` options when ``config`` is null or empty,
+    and a ``config`` line wins over it; a NodeSet's own partition takes the same keys."""
+    values = {
+        "nodesets": {
+            "cpu": {"partition": {"enabled": True, "config": None, "configMap": {"MaxTime": "60"}}}
+        },
+        "partitions": {
+            "by-map": {
+                "nodesets": ["ALL"],
+                "config": None,
+                "configMap": {"Default": "NO", "MaxTime": "UNLIMITED"},
+            },
+            "by-line": {"nodesets": ["cpu"], "config": "MaxTime=5", "configMap": {"MaxTime": "60"}},
+        },
+    }
+    docs = render(values)
+    assert sorted(partition_lines(docs)) == [
+        "PartitionName=by-line Nodes=cpu MaxTime=5",
+        "PartitionName=by-map Nodes=ALL Default=NO MaxTime=UNLIMITED",
+    ]
+    assert one(docs, "NodeSet")["spec"]["partition"] == {"enabled": True, "config": "MaxTime=60"}

@@ -922,7 +922,7 @@ CLUSTER_ROWS = (
         "external-controller-without-host",
         CLUSTER,
         {
-            "controller": {"external": True},
+            "controller": {"external": True, "externalConfig": {"host": ""}},
             "slurmKey": {"create": False, "secretRef": {"name": "slurm-key"}},
             "jwtKey": {"create": False, "secretRef": {"name": "jwt-key"}},
         },
@@ -961,7 +961,7 @@ CLUSTER_ROWS = (
     Row(
         "external-accounting-without-host",
         CLUSTER,
-        {"accounting": {"enabled": True, "external": True}},
+        {"accounting": {"enabled": True, "external": True, "externalConfig": {"host": ""}}},
         "accounting.external is true but accounting.externalConfig.host is empty.",
     ),
     Row(

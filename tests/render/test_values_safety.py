@@ -85,13 +85,13 @@ INJECTIONS = [
         id="partition-config-cr",
     ),
     pytest.param(
-        {"partitions": {"p1": {**PARTITION, "config": {"MaxTime\nSlurmUser": "root"}}}},
-        "partitions.p1.config",
+        {"partitions": {"p1": {**PARTITION, "configMap": {"MaxTime\nSlurmUser": "root"}}}},
+        "partitions.p1.configMap",
         id="partition-config-key-newline",
     ),
     pytest.param(
-        {"partitions": {"p1": {**PARTITION, "config": {"MaxTime": "1\nSlurmUser=root"}}}},
-        "partitions.p1.config",
+        {"partitions": {"p1": {**PARTITION, "configMap": {"MaxTime": "1\nSlurmUser=root"}}}},
+        "partitions.p1.configMap",
         id="partition-config-value-newline",
     ),
     pytest.param(
@@ -196,7 +196,9 @@ def test_safe_slurm_values_render_one_line_each() -> None:
             "schedulerParameters": {"bf_window": 10080, "bf_continue": True},
         },
         "topology": {"params": ["SwitchAsNodeRank"]},
-        "partitions": {"p1": {**PARTITION, "config": {"MaxTime": "1-00:00:00", "Default": "NO"}}},
+        "partitions": {
+            "p1": {**PARTITION, "configMap": {"MaxTime": "1-00:00:00", "Default": "NO"}}
+        },
         "nodesets": {"compute": {"slurmdConf": {"Features": ["ib", "nvme"], "Weight": 10}}},
     }
     result = render("slurm-cluster", values)

@@ -54,14 +54,14 @@ Usage: {{ include "slurm-cluster.paramList" $map }}
 
 {{- /*
 Partition options (a one-line string or a map) plus an optional Topology=, as one line.
-Usage: {{ include "slurm-cluster.partitionOptions" (dict "config" $p.config "topology" $p.topology) }}
+Usage: {{ include "slurm-cluster.partitionOptions" (dict "config" $p.config "configMap" $p.configMap "topology" $p.topology) }}
 */}}
 {{- define "slurm-cluster.partitionOptions" -}}
 {{- $parts := list }}
-{{- if kindIs "map" .config }}
-{{- with (include "slurm-cluster.confMap" (dict "map" .config "sep" " ")) }}{{- $parts = append $parts . }}{{- end }}
-{{- else if .config }}
+{{- if .config }}
 {{- $parts = append $parts (trim (toString .config)) }}
+{{- else if .configMap }}
+{{- with (include "slurm-cluster.confMap" (dict "map" .configMap "sep" " ")) }}{{- $parts = append $parts . }}{{- end }}
 {{- end }}
 {{- with .topology }}{{- $parts = append $parts (printf "Topology=%s" .) }}{{- end }}
 {{- join " " $parts }}
@@ -341,7 +341,7 @@ Usage: {{ include "slurm-cluster.controller.extraConf" . }}
 {{- $nodes = append $nodes (ternary "ALL" . (eq (upper .) "ALL")) }}
 {{- end }}
 {{- $line := printf "PartitionName=%s Nodes=%s" $name (join "," $nodes) }}
-{{- with (include "slurm-cluster.partitionOptions" (dict "config" $p.config "topology" $p.topology)) }}
+{{- with (include "slurm-cluster.partitionOptions" (dict "config" $p.config "configMap" $p.configMap "topology" $p.topology)) }}
 {{- $line = printf "%s %s" $line . }}
 {{- end }}
 {{- $lines = append $lines $line }}
