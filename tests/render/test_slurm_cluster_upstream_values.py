@@ -478,3 +478,10 @@ def test_partition_config_map_and_null_config_as_upstream() -> None:
         "PartitionName=by-map Nodes=ALL Default=NO MaxTime=UNLIMITED",
     ]
     assert one(docs, "NodeSet")["spec"]["partition"] == {"enabled": True, "config": "MaxTime=60"}
+
+
+def test_a_null_nodeset_partition_means_no_partition() -> None:
+    """``nodesets.<n>.partition: null`` (accepted by upstream's chart) renders no partition."""
+    docs = render({"nodesets": {"cpu": {"partition": None}}})
+    assert one(docs, "NodeSet")["spec"]["partition"]["enabled"] is False
+    assert partition_lines(docs) == []

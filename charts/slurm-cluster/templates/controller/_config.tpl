@@ -97,6 +97,10 @@ Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
 {{- $out := dict }}
 {{- range $name, $entry := (.Values.nodesets | default dict) }}
 {{- $ns := mergeOverwrite (dict) (deepCopy $.Values.nodesetDefaults) (deepCopy ($entry | default dict)) }}
+{{- if not (kindIs "map" $ns.partition) }}
+{{- /* partition: null (upstream's way to say "no partition") keeps the defaults' partition */}}
+{{- $_ := set $ns "partition" (deepCopy $.Values.nodesetDefaults.partition) }}
+{{- end }}
 {{- if $ns.enabled }}
 {{- $_ := set $out $name $ns }}
 {{- end }}
