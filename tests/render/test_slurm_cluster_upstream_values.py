@@ -485,3 +485,22 @@ def test_a_null_nodeset_partition_means_no_partition() -> None:
     docs = render({"nodesets": {"cpu": {"partition": None}}})
     assert one(docs, "NodeSet")["spec"]["partition"]["enabled"] is False
     assert partition_lines(docs) == []
+
+
+# --- extraObjects ------------------------------------------------------------------------------
+
+
+def test_extra_objects_are_rendered_through_tpl() -> None:
+    """Each ``extraObjects`` entry becomes one object of the render, its templates expanded."""
+    extra = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "{{ .Release.Name }}-site", "namespace": "{{ .Release.Namespace }}"},
+        "data": {"k": "v"},
+    }
+    docs = render({"extraObjects": [extra]})
+    site = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-site")]
+    assert [d["metadata"] for d in site] == [
+        {"name": f"{helm.DEFAULT_RELEASE}-site", "namespace": helm.DEFAULT_NAMESPACE}
+    ]
+    assert site[0]["data"] == {"k": "v"}
