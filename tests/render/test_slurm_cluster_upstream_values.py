@@ -504,3 +504,20 @@ def test_extra_objects_are_rendered_through_tpl() -> None:
         {"name": f"{helm.DEFAULT_RELEASE}-site", "namespace": helm.DEFAULT_NAMESPACE}
     ]
     assert site[0]["data"] == {"k": "v"}
+
+
+def test_sssd_secret_ref_replaces_the_chart_made_sssd_conf() -> None:
+    """``sssd.secretRef`` (upstream's key) names the sssd.conf Secret of the LoginSets and
+    SSH-enabled NodeSets, and the chart renders no sssd.conf Secret of its own."""
+    values = {
+        "sssd": {"secretRef": {"name": "sssd-ldap", "key": "ldap.conf"}},
+        "loginsets": {"login": {}},
+        "nodesets": {"cpu": {"ssh": {"enabled": True}}},
+    }
+    docs = render(values)
+    assert not [n for n in secrets(docs) if n.endswith("-sssd")]
+    assert one(docs, "LoginSet")["spec"]["sssdConfRef"] == {"name": "sssd-ldap", "key": "ldap.conf"}
+    assert one(docs, "NodeSet")["spec"]["ssh"]["sssdConfRef"] == {
+        "name": "sssd-ldap",
+        "key": "ldap.conf",
+    }

@@ -1010,7 +1010,7 @@ CLUSTER_ROWS = (
         "sssd-without-conf",
         CLUSTER,
         {"sssd": {"conf": "  \n"}},
-        "sssd.conf is empty and sssd.existingSecret is not set: login and SSH-enabled NodeSets need an "
+        "sssd.conf is empty and sssd.secretRef.name is not set: login and SSH-enabled NodeSets need an "
         "sssd.conf.",
     ),
     Row(

@@ -320,11 +320,19 @@ Usage: {{ include "slurm-cluster.jwtKeySecretName" . }}
 {{- end }}
 
 {{- /*
-Secret holding sssd.conf: sssd.existingSecret, else "<fullname>-sssd".
+Secret holding sssd.conf: sssd.secretRef.name, else "<fullname>-sssd".
 Usage: {{ include "slurm-cluster.sssdSecretName" . }}
 */}}
 {{- define "slurm-cluster.sssdSecretName" -}}
-{{- .Values.sssd.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd")) }}
+{{- (.Values.sssd.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd")) }}
+{{- end }}
+
+{{- /*
+Key of sssd.conf in its Secret: sssd.secretRef.key, else "sssd.conf".
+Usage: {{ include "slurm-cluster.sssdKey" . }}
+*/}}
+{{- define "slurm-cluster.sssdKey" -}}
+{{- (.Values.sssd.secretRef | default dict).key | default "sssd.conf" }}
 {{- end }}
 
 {{- /*
