@@ -521,3 +521,30 @@ def test_sssd_secret_ref_replaces_the_chart_made_sssd_conf() -> None:
         "name": "sssd-ldap",
         "key": "ldap.conf",
     }
+
+
+# --- services ----------------------------------------------------------------------------------
+
+
+def test_service_templates_pass_through_as_upstream() -> None:
+    """Each component's ``service`` (metadata, spec, port, nodePort) reaches its object's service
+    template as given; the login Service stays ClusterIP unless the values say otherwise."""
+    service = {
+        "metadata": {"annotations": {"a": "b"}},
+        "spec": {"type": "NodePort", "externalTrafficPolicy": "Local"},
+        "nodePort": 30022,
+    }
+    values: dict[str, Any] = {"accounting": {"enabled": True}, "loginsets": {"plain": {}}}
+    with_service = {k: v for k, v in CONTAINERS.items() if k != "NodeSet"}
+    for parent, _ in with_service.values():
+        at(values, parent)["service"] = service
+    docs = render(values)
+    for kind in with_service:
+        for doc in (d for d in docs if d["kind"] == kind):
+            if doc["metadata"]["name"].endswith("-plain"):
+                assert doc["spec"]["service"] == {"spec": {"type": "ClusterIP"}, "port": 22}
+            else:
+                assert doc["spec"]["service"] == {
+                    **service,
+                    **({"port": 22} if kind == "LoginSet" else {}),
+                }, kind

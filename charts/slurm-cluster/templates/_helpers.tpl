@@ -211,6 +211,23 @@ Usage: {{ $spec := include "slurm-cluster.podSpec" (dict "context" $ "c" .Values
 {{- end }}
 
 {{- /*
+The service template of an operator-made Service from a component's `service` (metadata, spec,
+port, nodePort; passed through, empty fields left out).
+Usage: {{- with (include "slurm-cluster.service" .Values.controller.service | fromYaml) }}
+*/}}
+{{- define "slurm-cluster.service" -}}
+{{- $svc := deepCopy (. | default dict) }}
+{{- range $key, $value := $svc }}
+{{- if not (or $value (kindIs "float64" $value) (kindIs "int64" $value)) }}
+{{- $_ := unset $svc $key }}
+{{- end }}
+{{- end }}
+{{- with $svc.nodePort }}{{- $_ := set $svc "nodePort" (int .) }}{{- end }}
+{{- with $svc.port }}{{- $_ := set $svc "port" (int .) }}{{- end }}
+{{- toYaml $svc }}
+{{- end }}
+
+{{- /*
 The chart-wide PriorityClass: priorityClass.name (slurm-priority-critical when empty) when
 priorityClass.enabled, else empty.
 Usage: {{ include "slurm-cluster.priorityClassName" . }}
