@@ -548,3 +548,24 @@ def test_service_templates_pass_through_as_upstream() -> None:
                     **service,
                     **({"port": 22} if kind == "LoginSet" else {}),
                 }, kind
+
+
+def test_jwks_keys_reach_slurmctld_and_slurmdbd_only_when_enabled() -> None:
+    """``jwksKeys.enabled`` gives the Controller and Accounting a ``jwksKeyRef`` (default name and
+    key when ``configMapRef`` is empty); off, neither has one."""
+    on = render({"accounting": {"enabled": True}, "jwksKeys": {"enabled": True}})
+    for kind in ("Controller", "Accounting"):
+        ref = one(on, kind)["spec"]["jwksKeyRef"]
+        assert ref["name"].endswith("-jwks") and ref["key"] == "jwks.json", kind
+    named = {"enabled": True, "configMapRef": {"name": "site-jwks", "key": "keys.json"}}
+    ref = one(render({"jwksKeys": named}), "Controller")["spec"]["jwksKeyRef"]
+    assert ref == {"name": "site-jwks", "key": "keys.json"}
+    off = render({"accounting": {"enabled": True}})
+    assert not [d for d in off if "jwksKeyRef" in d.get("spec", {})]
+
+
+def test_login_strategy_passes_through() -> None:
+    """``loginsets.<n>.strategy`` (upstream's key) is the LoginSet's Deployment strategy."""
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
+    docs = render({"loginsets": {"login": {"strategy": strategy}}})
+    assert one(docs, "LoginSet")["spec"]["strategy"] == strategy

@@ -391,6 +391,15 @@ Usage: {{ include "slurm-cluster.slurmKeyKey" . }}, {{ include "slurm-cluster.jw
 {{- (.Values.slurmKey.secretRef | default dict).key | default "slurm.key" }}
 {{- end }}
 
+{{- define "slurm-cluster.jwksKeyRef" -}}
+{{- if .Values.jwksKeys.enabled }}
+{{- $ref := .Values.jwksKeys.configMapRef | default dict }}
+jwksKeyRef:
+  name: {{ $ref.name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwks")) | quote }}
+  key: {{ $ref.key | default "jwks.json" | quote }}
+{{- end }}
+{{- end }}
+
 {{- define "slurm-cluster.jwtKeyKey" -}}
 {{- (.Values.jwtKey.secretRef | default dict).key | default "jwt.key" }}
 {{- end }}
