@@ -569,3 +569,72 @@ def test_login_strategy_passes_through() -> None:
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
     docs = render({"loginsets": {"login": {"strategy": strategy}}})
     assert one(docs, "LoginSet")["spec"]["strategy"] == strategy
+
+
+# --- vendor.nvidia.dcgm ------------------------------------------------------------------------
+
+
+def test_dcgm_scripts_and_mount_only_on_nvidia_gpu_nodesets() -> None:
+    """``vendor.nvidia.dcgm.enabled`` adds a Prolog and an Epilog script ConfigMap that the
+    Controller refers to (next to the user's), and mounts ``jobMappingDir`` from the node in the
+    NodeSets with NVIDIA GPUs (declared through ``gpu`` or as a ``slurmd`` resource) only."""
+    values = {
+        "vendor": {
+            "nvidia": {
+                "dcgm": {"enabled": True, "jobMappingDir": "/srv/map", "scriptPriority": "10"}
+            }
+        },
+        "prologScripts": {"00-own.sh": "#!/bin/sh\n"},
+        "configFiles": {"gres.conf": "AutoDetect=nvml\n"},
+        "nodesets": {
+            "modelled": {"gpu": {"count": 2}},
+            "raw": {"slurmd": {"resources": {"limits": {"nvidia.com/gpu": 1}}}},
+            "amd": {"gpu": {"vendor": "amd", "count": 1}},
+            "cpu": {},
+        },
+    }
+    docs = render(values)
+    spec = one(docs, "Controller")["spec"]
+    prolog = [r["name"] for r in spec["prologScriptRefs"]]
+    epilog = [r["name"] for r in spec["epilogScriptRefs"]]
+    assert len(prolog) == 2 and prolog[-1].endswith("-prolog-dcgm")
+    assert len(epilog) == 1 and epilog[0].endswith("-epilog-dcgm")
+    configs = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
+    assert list(configs[prolog[-1]]) == ["prolog-10-dcgm.sh"]
+    assert list(configs[epilog[0]]) == ["epilog-10-dcgm.sh"]
+    assert "'/srv/map'" in configs[prolog[-1]]["prolog-10-dcgm.sh"]
+    mounted = {}
+    for doc in (d for d in docs if d["kind"] == "NodeSet"):
+        name = doc["spec"]["template"]["spec"]["hostname"].rstrip("-")
+        mounts = doc["spec"]["slurmd"].get("volumeMounts") or []
+        volumes = doc["spec"]["template"]["spec"].get("volumes") or []
+        mounted[name] = (
+            {"name": "dcgm-job-mapping", "mountPath": "/srv/map"} in mounts,
+            {
+                "name": "dcgm-job-mapping",
+                "hostPath": {"type": "DirectoryOrCreate", "path": "/srv/map"},
+            }
+            in volumes,
+        )
+    assert mounted == {
+        "modelled": (True, True),
+        "raw": (True, True),
+        "amd": (False, False),
+        "cpu": (False, False),
+    }
+
+
+def test_dcgm_off_adds_nothing() -> None:
+    """With the default ``vendor`` values no DCGM ConfigMap, reference or mount is rendered."""
+    docs = render({"nodesets": {"modelled": {"gpu": {"count": 2}}}})
+    assert not [d for d in docs if "dcgm" in d["metadata"]["name"]]
+    assert "prologScriptRefs" not in one(docs, "Controller")["spec"]
+    assert "volumes" not in one(docs, "NodeSet")["spec"]["template"]["spec"]
+
+
+def test_a3mega_presets_are_refused_by_name() -> None:
+    """Upstream's A3 Mega presets are not modelled: a non-empty list fails, naming the key."""
+    values = {"vendor": {"google": {"a3mega": [{"targetNodeSet": "gpu"}]}}}
+    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    assert not result.ok
+    assert "at '/vendor/google/a3mega'" in result.stderr, result.stderr
