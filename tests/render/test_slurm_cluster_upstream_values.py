@@ -638,3 +638,43 @@ def test_a3mega_presets_are_refused_by_name() -> None:
     result = helm.template(CHART.path, values, kube_version=NEWEST)
     assert not result.ok
     assert "at '/vendor/google/a3mega'" in result.stderr, result.stderr
+
+
+# --- controller.persistence --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("storage_class", "expected"),
+    [(None, None), ("", ""), ("-", ""), ("fast", "fast")],
+    ids=["null-default-class", "empty-no-provisioning", "dash-no-provisioning", "named"],
+)
+def test_persistence_takes_upstreams_resources_and_storage_class(
+    storage_class: str | None, expected: str | None
+) -> None:
+    """``persistence.resources.requests.storage`` sizes the PVC; ``storageClassName`` null leaves
+    the class to the cluster, ``""`` or ``"-"`` turns dynamic provisioning off (upstream's rule)."""
+    values = {
+        "controller": {
+            "persistence": {
+                "storageClassName": storage_class,
+                "resources": {"requests": {"storage": "9Gi"}},
+            }
+        }
+    }
+    persistence = one(render(values), "Controller")["spec"]["persistence"]
+    assert persistence["resources"] == {"requests": {"storage": "9Gi"}}
+    assert persistence.get("storageClassName") == expected
+
+
+def test_accounting_storage_config_as_upstream() -> None:
+    """``accounting.storageConfig`` (upstream's key, with ``passwordKeyRef``) is the Accounting's
+    database."""
+    storage = {
+        "host": "db.example",
+        "port": 3307,
+        "database": "acct",
+        "username": "dbd",
+        "passwordKeyRef": {"name": "db-pass", "key": "pw"},
+    }
+    docs = render({"accounting": {"enabled": True, "storageConfig": storage}})
+    assert one(docs, "Accounting")["spec"]["storageConfig"] == storage

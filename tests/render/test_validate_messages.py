@@ -967,9 +967,9 @@ CLUSTER_ROWS = (
     Row(
         "accounting-without-database",
         CLUSTER,
-        {"accounting": {"enabled": True, "storage": {"host": ""}}},
-        "accounting.enabled needs the database: set `accounting.storage.host` and "
-        "`accounting.storage.passwordSecret.{name,key}` (a Secret you create with the MariaDB/MySQL password).",
+        {"accounting": {"enabled": True, "storageConfig": {"host": ""}}},
+        "accounting.enabled needs the database: set `accounting.storageConfig.host` and "
+        "`accounting.storageConfig.passwordKeyRef.{name,key}` (a Secret you create with the MariaDB/MySQL password).",
     ),
     Row(
         "enforcement-without-accounting",

@@ -159,8 +159,8 @@ INJECTIONS = [
         id="slurmdConf-key-cr",
     ),
     pytest.param(
-        {"accounting": {"enabled": True, "storage": {"username": "slurm\nStorageUser=root"}}},
-        "accounting.storage.username",
+        {"accounting": {"enabled": True, "storageConfig": {"username": "slurm\nStorageUser=root"}}},
+        "accounting.storageConfig.username",
         id="slurmdbd-storage-user-newline",
     ),
     pytest.param(

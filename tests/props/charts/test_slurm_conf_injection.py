@@ -52,7 +52,7 @@ RAW_LINES = {("controller", "extraConf"), ("accounting", "extraConf")}
 SLURM_KEYS = {
     "clusterName",
     "externalConfig",
-    "storage",
+    "storageConfig",
     "extraConf",
     "extraConfMap",
     "scheduling",
