@@ -678,3 +678,38 @@ def test_accounting_storage_config_as_upstream() -> None:
     }
     docs = render({"accounting": {"enabled": True, "storageConfig": storage}})
     assert one(docs, "Accounting")["spec"]["storageConfig"] == storage
+
+
+def test_service_monitor_endpoints_as_upstream() -> None:
+    """``controller.metrics.serviceMonitor.endpoints`` (upstream's key) gives one scrape endpoint
+    per entry on the metrics port, with the monitor's interval and time-out."""
+    metrics = {
+        "enabled": True,
+        "serviceMonitor": {
+            "enabled": True,
+            "interval": "15s",
+            "endpoints": [{"path": "/metrics/jobs", "honorLabels": True}],
+        },
+    }
+    docs = render({"controller": {"metrics": metrics}})
+    assert one(docs, "ServiceMonitor")["spec"]["endpoints"] == [
+        {
+            "path": "/metrics/jobs",
+            "honorLabels": True,
+            "port": "metrics",
+            "scheme": "http",
+            "interval": "15s",
+            "scrapeTimeout": "25s",
+        }
+    ]
+
+
+def test_oversubscribe_node_passes_to_the_nodeset() -> None:
+    """``nodesets.<n>.oversubscribeNode`` (upstream's key) reaches the NodeSet; off, it is left out."""
+    assert (
+        one(render({"nodesets": {"cpu": {"oversubscribeNode": True}}}), "NodeSet")["spec"][
+            "oversubscribeNode"
+        ]
+        is True
+    )
+    assert "oversubscribeNode" not in one(render({"nodesets": {"cpu": {}}}), "NodeSet")["spec"]
