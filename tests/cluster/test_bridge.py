@@ -83,7 +83,7 @@ class Env:
 def slurm_conf(gpu_nodes: dict[str, int], partition: str) -> tuple[str, str, str]:
     """(slurm.conf, gres.conf, batch partition) for the profile's Slurm side on ``gpu_nodes``."""
     cluster = PROFILE["slurm-cluster"]
-    extra = cluster["slurmConf"]["extra"]
+    extra = cluster["controller"]["extraConfMap"]
     batch = next(
         n for n, s in cluster["nodesets"].items() if (s.get("partition") or {}).get("enabled")
     )

@@ -3,9 +3,9 @@
 What charts/slurm-cluster/README.md ("Keys") promises, checked with Helm 4 and Helm 3 (both
 evaluate ``lookup`` against the cluster on install and upgrade):
 
-- without ``existingSecret`` each key is created once (1024 random bytes, ``immutable: true``)
+- with ``create: true`` (the default) each key is created once (1024 random bytes, ``immutable: true``)
   and every later ``helm upgrade`` re-emits the same bytes, whatever else changes;
-- with ``slurmKey.existingSecret`` / ``jwtKey.existingSecret`` no key Secret is rendered, so
+- with ``slurmKey.create: false`` / ``jwtKey.create: false`` (and ``secretRef``) no key Secret is rendered, so
   ``helm template`` output is the same on every run (GitOps), and the user's Secrets are used;
 - ``helm uninstall`` leaves nothing of the release in its namespace (the README names only the
   operator-made controller PVC as a survivor, and no operator runs here), unless the Secret was
@@ -123,8 +123,11 @@ def test_existing_secrets_give_stable_template_output(
     values.write_text(
         yaml.safe_dump(
             {
-                "slurmKey": {"existingSecret": "site-slurm-key", "key": "key"},
-                "jwtKey": {"existingSecret": "site-jwt-key", "key": "jwt"},
+                "slurmKey": {
+                    "create": False,
+                    "secretRef": {"name": "site-slurm-key", "key": "key"},
+                },
+                "jwtKey": {"create": False, "secretRef": {"name": "site-jwt-key", "key": "jwt"}},
             }
         )
     )

@@ -219,7 +219,7 @@ def _normalised(docs: list[Doc]) -> dict[tuple[str, str], Doc]:
 RESET: dict[str, dict[str, Any]] = {
     "slurm-operator": {"certManager": {"enabled": True}},
     "slurm-cluster": {
-        "nodesets": {"compute": {"enabled": True}, "gpu": {"enabled": False}},
+        "nodesets": {"gpu": {"enabled": False}},
         "loginsets": {"login": {"enabled": False}},
         "partitions": {"slurm-bridge": {"enabled": False}},
         "topology": {"configMapRef": {"name": ""}},

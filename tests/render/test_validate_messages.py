@@ -701,20 +701,22 @@ CRDS_ROWS = (
 CLUSTER = "slurm-cluster"
 GPU = {"gpu": {"count": 8}}
 KEDA = {"enabled": True, "type": "keda", "minReplicas": 0}
+OWN_PARTITION = {"partition": {"enabled": True}}
+"""A NodeSet entry with its own partition (the chart lists no NodeSet by default)."""
 CLUSTER_ROWS = (
     Row(
         "slurm-conf-file",
         CLUSTER,
         {"configFiles": {"slurm.conf": "ClusterName=x\n"}},
         "configFiles.slurm.conf is refused: the operator generates slurm.conf. Put extra settings in "
-        "`slurmConf.extraLines`/`slurmConf.extra` (slurm.conf).",
+        "`controller.extraConf`/`controller.extraConfMap` (slurm.conf).",
     ),
     Row(
         "slurmdbd-conf-file",
         CLUSTER,
         {"configFiles": {"slurmdbd.conf": "DbdHost=x\n"}},
         "configFiles.slurmdbd.conf is refused: the operator generates slurmdbd.conf. Put extra settings in "
-        "`slurmConf.extraLines`/`slurmConf.extra` or `accounting.extraConf` (slurmdbd.conf).",
+        "`controller.extraConf`/`controller.extraConfMap` or `accounting.extraConf` (slurmdbd.conf).",
     ),
     Row(
         "partition-without-nodesets",
@@ -725,7 +727,7 @@ CLUSTER_ROWS = (
     Row(
         "partition-names-unknown-nodeset",
         CLUSTER,
-        {"partitions": {"debug": {"nodesets": ["compute", "gpu"]}}},
+        {"nodesets": {"compute": {}}, "partitions": {"debug": {"nodesets": ["compute", "gpu"]}}},
         'partitions.debug.nodesets names NodeSet "gpu" (partition "debug"), which is unknown or disabled: known '
         "NodeSets are [compute]. Fix the name, enable `nodesets.gpu`, or use `ALL`.",
     ),
@@ -735,7 +737,7 @@ CLUSTER_ROWS = (
         {
             "partitionDefaults": {"nodesets": ["gpu"]},
             "partitions": {"debug": {}},
-            "nodesets": {"gpu": {"enabled": False}},
+            "nodesets": {"compute": {}, "gpu": {"enabled": False}},
         },
         'partitionDefaults.nodesets names NodeSet "gpu" (partition "debug"), which is unknown or disabled: known '
         "NodeSets are [compute]. Fix the name, enable `nodesets.gpu`, or use `ALL`.",
@@ -743,14 +745,14 @@ CLUSTER_ROWS = (
     Row(
         "partition-defined-twice",
         CLUSTER,
-        {"partitions": {"compute": {"nodesets": ["ALL"]}}},
+        {"nodesets": {"compute": OWN_PARTITION}, "partitions": {"compute": {"nodesets": ["ALL"]}}},
         'partition "compute" is defined twice: by `partitions.compute` and by '
         "`nodesets.compute.partition.enabled`. Keep one.",
     ),
     Row(
         "partition-topology-without-topology",
         CLUSTER,
-        {"nodesets": {"compute": {"partition": {"topology": "fabric"}}}},
+        {"nodesets": {"compute": {"partition": {"enabled": True, "topology": "fabric"}}}},
         'nodesets.compute.partition.topology is "fabric" but no topology is configured: set `topology.yaml` '
         "or `topology.configMapRef`.",
     ),
@@ -848,7 +850,8 @@ CLUSTER_ROWS = (
         {
             "nodesets": {
                 "compute": {
-                    "autoscaling": {**KEDA, "keda": {"prometheusServer": "http://prom:9090"}}
+                    **OWN_PARTITION,
+                    "autoscaling": {**KEDA, "keda": {"prometheusServer": "http://prom:9090"}},
                 }
             }
         },
@@ -879,23 +882,12 @@ CLUSTER_ROWS = (
         "external-controller-without-host",
         CLUSTER,
         {
-            "controller": {"external": True},
-            "slurmKey": {"existingSecret": "slurm-key"},
-            "jwtKey": {"existingSecret": "jwt-key"},
+            "controller": {"external": True, "externalConfig": {"host": ""}},
+            "slurmKey": {"create": False, "secretRef": {"name": "slurm-key"}},
+            "jwtKey": {"create": False, "secretRef": {"name": "jwt-key"}},
         },
         "controller.external is true but controller.externalConfig.host is empty: set the external slurmctld "
         "host.",
-    ),
-    Row(
-        "external-controller-without-keys",
-        CLUSTER,
-        {
-            "controller": {"external": True, "externalConfig": {"host": "ctld.example"}},
-            "jwtKey": {"existingSecret": "jwt"},
-        },
-        "controller.external is true: copy the external cluster's keys into Secrets and set "
-        "`slurmKey.existingSecret` and `jwtKey.existingSecret` (the chart does not generate keys for a hybrid "
-        "cluster).",
     ),
     Row(
         "external-controller-with-metrics",
@@ -906,8 +898,8 @@ CLUSTER_ROWS = (
                 "externalConfig": {"host": "ctld.example"},
                 "metrics": {"enabled": True},
             },
-            "slurmKey": {"existingSecret": "slurm-key"},
-            "jwtKey": {"existingSecret": "jwt-key"},
+            "slurmKey": {"create": False, "secretRef": {"name": "slurm-key"}},
+            "jwtKey": {"create": False, "secretRef": {"name": "jwt-key"}},
         },
         "controller.metrics.enabled needs a slurmctld in Kubernetes; it is ignored with controller.external: "
         "set it to false.",
@@ -929,15 +921,15 @@ CLUSTER_ROWS = (
     Row(
         "external-accounting-without-host",
         CLUSTER,
-        {"accounting": {"enabled": True, "external": True}},
+        {"accounting": {"enabled": True, "external": True, "externalConfig": {"host": ""}}},
         "accounting.external is true but accounting.externalConfig.host is empty.",
     ),
     Row(
         "accounting-without-database",
         CLUSTER,
-        {"accounting": {"enabled": True, "storage": {"host": ""}}},
-        "accounting.enabled needs the database: set `accounting.storage.host` and "
-        "`accounting.storage.passwordSecret.{name,key}` (a Secret you create with the MariaDB/MySQL password).",
+        {"accounting": {"enabled": True, "storageConfig": {"host": ""}}},
+        "accounting.enabled needs the database: set `accounting.storageConfig.host` and "
+        "`accounting.storageConfig.passwordKeyRef.{name,key}` (a Secret you create with the MariaDB/MySQL password).",
     ),
     Row(
         "enforcement-without-accounting",
@@ -978,15 +970,15 @@ CLUSTER_ROWS = (
         "sssd-without-conf",
         CLUSTER,
         {"sssd": {"conf": "  \n"}},
-        "sssd.conf is empty and sssd.existingSecret is not set: login and SSH-enabled NodeSets need an "
+        "sssd.conf is empty and sssd.secretRef.name is not set: login and SSH-enabled NodeSets need an "
         "sssd.conf.",
     ),
     Row(
         "image-repository-required",
         CLUSTER,
-        {"nodesets": {"compute": {"image": {"repository": ""}}}},
+        {"nodesets": {"compute": {"slurmd": {"image": {"repository": ""}}}}},
         "an image repository is required (image.repository)",
-        schema=("/nodesets/compute/image/repository", "minLength: got 0, want 1"),
+        schema=("/nodesets/compute/slurmd/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),
 )

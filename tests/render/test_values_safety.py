@@ -85,13 +85,13 @@ INJECTIONS = [
         id="partition-config-cr",
     ),
     pytest.param(
-        {"partitions": {"p1": {**PARTITION, "config": {"MaxTime\nSlurmUser": "root"}}}},
-        "partitions.p1.config",
+        {"partitions": {"p1": {**PARTITION, "configMap": {"MaxTime\nSlurmUser": "root"}}}},
+        "partitions.p1.configMap",
         id="partition-config-key-newline",
     ),
     pytest.param(
-        {"partitions": {"p1": {**PARTITION, "config": {"MaxTime": "1\nSlurmUser=root"}}}},
-        "partitions.p1.config",
+        {"partitions": {"p1": {**PARTITION, "configMap": {"MaxTime": "1\nSlurmUser=root"}}}},
+        "partitions.p1.configMap",
         id="partition-config-value-newline",
     ),
     pytest.param(
@@ -100,19 +100,23 @@ INJECTIONS = [
         id="nodeset-partition-config-cr",
     ),
     pytest.param(
-        {"slurmConf": {"extra": {"MinJobAge": "300\nSlurmUser=root"}}},
-        "slurmConf.extra.MinJobAge",
-        id="slurmConf-extra-value-newline",
+        {"controller": {"extraConfMap": {"MinJobAge": "300\nSlurmUser=root"}}},
+        "controller.extraConfMap.MinJobAge",
+        id="extraConfMap-value-newline",
     ),
     pytest.param(
-        {"slurmConf": {"extra": {"MinJobAge\nSlurmUser": "root"}}},
-        "slurmConf.extra",
-        id="slurmConf-extra-key-newline",
+        {"controller": {"extraConfMap": {"MinJobAge\nSlurmUser": "root"}}},
+        "controller.extraConfMap",
+        id="extraConfMap-key-newline",
     ),
     pytest.param(
-        {"slurmConf": {"extra": {"SlurmctldParameters": ["enable_configless\nSlurmUser=root"]}}},
-        "slurmConf.extra.SlurmctldParameters",
-        id="slurmConf-extra-list-item-newline",
+        {
+            "controller": {
+                "extraConfMap": {"SlurmctldParameters": ["enable_configless\nSlurmUser=root"]}
+            }
+        },
+        "controller.extraConfMap.SlurmctldParameters",
+        id="extraConfMap-list-item-newline",
     ),
     pytest.param(
         {"scheduling": {"priority": {"decayHalfLife": "7-0\rAuthType=auth/none"}}},
@@ -155,8 +159,8 @@ INJECTIONS = [
         id="slurmdConf-key-cr",
     ),
     pytest.param(
-        {"accounting": {"enabled": True, "storage": {"username": "slurm\nStorageUser=root"}}},
-        "accounting.storage.username",
+        {"accounting": {"enabled": True, "storageConfig": {"username": "slurm\nStorageUser=root"}}},
+        "accounting.storageConfig.username",
         id="slurmdbd-storage-user-newline",
     ),
     pytest.param(
@@ -174,8 +178,8 @@ def test_slurm_conf_injection_is_rejected_by_name(values: dict[str, Any], path: 
 
 
 def test_raw_lines_stay_raw() -> None:
-    """`slurmConf.extraLines` is documented as raw slurm.conf lines: each item is one line, verbatim."""
-    result = render("slurm-cluster", {"slurmConf": {"extraLines": ["MaxJobCount=100000  # big"]}})
+    """`controller.extraConf` is documented as raw slurm.conf lines: each line stays verbatim."""
+    result = render("slurm-cluster", {"controller": {"extraConf": "MaxJobCount=100000  # big\n"}})
     assert result.ok, result.describe()
     assert "MaxJobCount=100000  # big" in slurm_conf(result).splitlines()
 
@@ -183,8 +187,8 @@ def test_raw_lines_stay_raw() -> None:
 def test_safe_slurm_values_render_one_line_each() -> None:
     """Ordinary values with commas, colons and slashes still render, each setting on its line."""
     values = {
-        "slurmConf": {
-            "extra": {"SlurmctldParameters": ["enable_configless", "idle_on_node_suspend"]}
+        "controller": {
+            "extraConfMap": {"SlurmctldParameters": ["enable_configless", "idle_on_node_suspend"]}
         },
         "scheduling": {
             "priority": {"decayHalfLife": "14-0", "weightTRES": "CPU=1000,Mem=2000"},
@@ -192,7 +196,9 @@ def test_safe_slurm_values_render_one_line_each() -> None:
             "schedulerParameters": {"bf_window": 10080, "bf_continue": True},
         },
         "topology": {"params": ["SwitchAsNodeRank"]},
-        "partitions": {"p1": {**PARTITION, "config": {"MaxTime": "1-00:00:00", "Default": "NO"}}},
+        "partitions": {
+            "p1": {**PARTITION, "configMap": {"MaxTime": "1-00:00:00", "Default": "NO"}}
+        },
         "nodesets": {"compute": {"slurmdConf": {"Features": ["ib", "nvme"], "Weight": 10}}},
     }
     result = render("slurm-cluster", values)
@@ -222,11 +228,15 @@ def test_safe_slurm_values_render_one_line_each() -> None:
         pytest.param({"configFiles": {".": "x"}}, "configFiles", id="configFiles-dot"),
         pytest.param({"configFiles": {"a" * 254: "x"}}, "configFiles", id="configFiles-too-long"),
         pytest.param(
-            {"scripts": {"prolog": {"..data": "#!/bin/sh\n"}}},
-            "scripts.prolog",
+            {"prologScripts": {"..data": "#!/bin/sh\n"}},
+            "prologScripts",
             id="scripts-..data",
         ),
-        pytest.param({"slurmKey": {"key": "..data"}}, "slurmKey.key", id="secret-key-..data"),
+        pytest.param(
+            {"slurmKey": {"secretRef": {"key": "..data"}}},
+            "slurmKey.secretRef.key",
+            id="secret-key-..data",
+        ),
     ],
 )
 def test_invalid_configmap_keys_are_rejected(values: dict[str, Any], path: str) -> None:
@@ -253,8 +263,8 @@ def test_invalid_configmap_keys_are_rejected(values: dict[str, Any], path: str) 
             id="gpu-count-above-slurm-gres-bitmap",
         ),
         pytest.param(
-            {"slurmConf": {"extra": {"MaxJobCount": 1e20}}},
-            "slurmConf.extra.MaxJobCount",
+            {"controller": {"extraConfMap": {"MaxJobCount": 1e20}}},
+            "controller.extraConfMap.MaxJobCount",
             id="conf-number-above-int64",
         ),
         pytest.param(
@@ -289,8 +299,8 @@ def test_gpu_count_at_the_bound_renders() -> None:
         pytest.param({"loginsets": {"Bad_Name": {}}}, "loginsets", id="loginset-name"),
         pytest.param({"partitions": {"bad name": PARTITION}}, "partitions", id="partition-name"),
         pytest.param(
-            {"controller": {"podLabels": {"bad key!": "x"}}},
-            "controller.podLabels",
+            {"controller": {"metadata": {"labels": {"bad key!": "x"}}}},
+            "controller.metadata.labels",
             id="label-key",
         ),
         pytest.param(

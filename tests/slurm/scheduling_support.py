@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tests import worker_summary
 
 from slinky_harness.helm import client as helm
+from slinky_harness.helm.values import merge
 from slinky_harness.slurm.conf import emulated_nodes, parse_records
 from slinky_harness.slurm.ctld import slurmctld
 from slinky_harness.slurm.dbd import release_accounting
@@ -42,8 +43,15 @@ NODE_CPUS = 2
 NODE_MEMORY_MB = 1000
 JOB_MEMORY = "100M"
 """Memory a test job asks for unless it says otherwise (:meth:`Cluster.submit`)."""
+NODESET_VALUES: dict[str, Any] = {
+    "nodesets": {
+        "compute": {"partition": {"enabled": True, "config": "Default=YES MaxTime=UNLIMITED"}}
+    }
+}
+"""The NodeSet :func:`render` puts under every test's values (the chart lists none by default):
+``compute`` with its own default partition."""
 GPU_VALUES: dict[str, Any] = {"nodesets": {"compute": {"gpu": {"count": 2}}}}
-"""Values that give the default NodeSet two GPUs per node (``Gres=gpu:2``, ``GresTypes=gpu``, and
+"""Values that give the NodeSet two GPUs per node (``Gres=gpu:2``, ``GresTypes=gpu``, and
 with accounting ``AccountingStorageTRES=gres/gpu``)."""
 
 
@@ -118,8 +126,9 @@ class Rendered:
 
 
 def render(values: Mapping[str, Any]) -> Rendered:
-    """``helm template`` of slurm-cluster with ``values`` (fails the test on a render error)."""
-    result = helm.template(CHART, dict(values))
+    """``helm template`` of slurm-cluster with ``values`` over :data:`NODESET_VALUES` (fails the
+    test on a render error)."""
+    result = helm.template(CHART, merge(NODESET_VALUES, values))
     assert result.ok, result.describe()
     controller = next(d for d in result.docs if d["kind"] == "Controller")
     nodesets = [

@@ -64,10 +64,10 @@ def test_slurmdbd_runs_the_operators_conf_for_the_ci_accounting_scenario(
     values = ci_values("accounting")
     rendered = sched.render(values)
     spec = AccountingSpec.from_manifest(rendered.docs)
-    storage = values["accounting"]["storage"]
+    storage = values["accounting"]["storageConfig"]
     password = secrets.token_urlsafe(18)
     # the user's Secret, named by the values (the chart only references it)
-    given = {storage["passwordSecret"]["name"]: {storage["passwordSecret"]["key"]: password}}
+    given = {storage["passwordKeyRef"]["name"]: {storage["passwordKeyRef"]["key"]: password}}
     with release_accounting(
         rendered.docs, database=slurm_db, secrets_given=given, workdir=tmp_path / "dbd"
     ) as dbd:

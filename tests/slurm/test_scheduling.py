@@ -284,11 +284,11 @@ def test_qos_preemption(
     is allocated beside the suspended job and the gang scheduler time-slices the two every
     ``SchedulerTimeSlice``. A suspended job keeps its memory, so a low job that holds its nodes'
     whole memory (no ``--mem``: neither chart nor operator sets ``DefMemPerCPU``) is never
-    suspended. ``slurmConf.extra.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps those tests short.
+    suspended. ``controller.extraConfMap.SchedulerTimeSlice: 5`` (Slurm's minimum) keeps those tests short.
     """
     values = merge(BASE, {"scheduling": scheduling})
     if "SUSPEND" in (scheduling.get("preemption") or {}).get("mode", ""):
-        values = merge(values, {"slurmConf": {"extra": {"SchedulerTimeSlice": 5}}})
+        values = merge(values, {"controller": {"extraConfMap": {"SchedulerTimeSlice": 5}}})
     with sched_cluster(values) as c:
         settings = c.rendered.settings
         config = sched.show_config(c.ctld)

@@ -98,20 +98,36 @@ default
 {{- end }}
 
 {{- /*
-Image reference from an image object {registry, repository, tag, digest}.
-global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.image) }}
+Image reference from an image value: a string used as is (upstream's short form, only its
+registry host replaced by global.imageRegistry), or an object
+{registry, repository, tag, digest}. A repository may start with its registry host, as upstream
+writes it (`ghcr.io/slinkyproject/slurmd`): a first path component with a `.` or `:`, or
+`localhost`, is a host. The registry is, first found: global.imageRegistry (replaces the host),
+the repository's own host, `registry`. tag defaults to .Chart.AppVersion; digest wins over tag.
+Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.slurmctld.image) }}
 */}}
 {{- define "slurm-cluster.image" -}}
 {{- $image := .image }}
+{{- $verbatim := kindIs "string" $image }}
+{{- if $verbatim }}
+{{- $image = dict "repository" $image }}
+{{- end }}
 {{- $global := .context.Values.global | default dict }}
-{{- $registry := $global.imageRegistry | default $image.registry }}
 {{- $repository := required "an image repository is required (image.repository)" $image.repository }}
+{{- $host := "" }}
+{{- $parts := splitn "/" 2 $repository }}
+{{- if and $parts._1 (or (contains "." $parts._0) (contains ":" $parts._0) (eq $parts._0 "localhost")) }}
+{{- $host = $parts._0 }}
+{{- $repository = $parts._1 }}
+{{- end }}
+{{- $registry := $global.imageRegistry | default $host | default $image.registry }}
 {{- $ref := $repository }}
 {{- if $registry }}
 {{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
 {{- end }}
-{{- if $image.digest }}
+{{- if $verbatim }}
+{{- $ref }}
+{{- else if $image.digest }}
 {{- printf "%s@%s" $ref $image.digest }}
 {{- else }}
 {{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
@@ -119,11 +135,14 @@ Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.contro
 {{- end }}
 
 {{- /*
-Pull policy of an image object: its own pullPolicy, else the top-level imagePullPolicy.
-Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "image" .Values.controller.image) }}
+Pull policy of a container: its own imagePullPolicy, else its image's pullPolicy, else the
+top-level imagePullPolicy.
+Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "c" .Values.controller.slurmctld) }}
 */}}
 {{- define "slurm-cluster.imagePullPolicy" -}}
-{{- .image.pullPolicy | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
+{{- $own := .c.imagePullPolicy | default "" }}
+{{- if and (not $own) (kindIs "map" .c.image) }}{{- $own = .c.image.pullPolicy }}{{- end }}
+{{- $own | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
 {{- end }}
 
 {{- /*
@@ -149,83 +168,104 @@ imagePullSecrets:
 {{- end }}
 
 {{- /*
-A Slinky container block (slurmctld, slurmd, logfile, ...) from component values: image, pull
-policy, args, env, resources, securityContext and volumeMounts when set.
-Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller) | nindent 4 }}
+A Slinky container (slurmctld, slurmd, logfile, ...) from its values: every corev1.Container field
+passed through, the image formatted by slurm-cluster.image, the pull policy resolved, and empty
+fields left out.
+Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller.slurmctld) | nindent 4 }}
 */}}
 {{- define "slurm-cluster.container" -}}
+{{- $out := omit .c "image" "imagePullPolicy" }}
+{{- range $key, $value := $out }}
+{{- if not (or $value (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value)) }}
+{{- $_ := unset $out $key }}
+{{- end }}
+{{- end -}}
 image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
-imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "image" .c.image) | quote }}
-{{- with .c.args }}
-args:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.env }}
-env:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.resources }}
-resources:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.securityContext }}
-securityContext:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .c.volumeMounts }}
-volumeMounts:
-  {{- toYaml . | nindent 2 }}
+imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "c" .c) | quote }}
+{{- with $out }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}
 
 {{- /*
-Pod spec fields shared by every Slinky pod template, from component values: scheduling,
-priority class, pull secrets, pod security context and volumes.
+Pod spec of a Slinky pod template from a component's `podSpec` (corev1.PodSpec, passed through,
+empty fields left out), with the chart-wide PriorityClass unless the pod names its own, and the
+pod's imagePullSecrets followed by the chart's (global.imagePullSecrets, imagePullSecrets).
 Usage: {{ $spec := include "slurm-cluster.podSpec" (dict "context" $ "c" .Values.controller) | fromYaml }}
 */}}
 {{- define "slurm-cluster.podSpec" -}}
-{{- with .c.nodeSelector }}
-nodeSelector:
-  {{- toYaml . | nindent 2 }}
+{{- $spec := deepCopy (.c.podSpec | default dict) }}
+{{- range $key, $value := $spec }}
+{{- if not (or $value (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value)) }}
+{{- $_ := unset $spec $key }}
 {{- end }}
-{{- with .c.affinity }}
-affinity:
-  {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .c.tolerations }}
-tolerations:
-  {{- toYaml . | nindent 2 }}
+{{- with ($spec.priorityClassName | default (include "slurm-cluster.priorityClassName" .context)) }}
+{{- $_ := set $spec "priorityClassName" . }}
 {{- end }}
-{{- with .c.topologySpreadConstraints }}
-topologySpreadConstraints:
-  {{- toYaml . | nindent 2 }}
+{{- $secrets := concat ($spec.imagePullSecrets | default list) ((include "slurm-cluster.imagePullSecrets" .context | fromYaml).imagePullSecrets | default list) }}
+{{- with $secrets }}
+{{- $_ := set $spec "imagePullSecrets" . }}
 {{- end }}
-{{- with (.c.priorityClassName | default .context.Values.priorityClassName) }}
-priorityClassName: {{ . | quote }}
+{{- toYaml $spec }}
 {{- end }}
-{{- include "slurm-cluster.imagePullSecrets" .context | nindent 0 }}
-{{- with .c.podSecurityContext }}
-securityContext:
-  {{- toYaml . | nindent 2 }}
+
+{{- /*
+The service template of an operator-made Service from a component's `service` (metadata, spec,
+port, nodePort; passed through, empty fields left out).
+Usage: {{- with (include "slurm-cluster.service" .Values.controller.service | fromYaml) }}
+*/}}
+{{- define "slurm-cluster.service" -}}
+{{- $svc := deepCopy (. | default dict) }}
+{{- range $key, $value := $svc }}
+{{- if not (or $value (kindIs "float64" $value) (kindIs "int64" $value)) }}
+{{- $_ := unset $svc $key }}
 {{- end }}
-{{- with .c.volumes }}
-volumes:
+{{- end }}
+{{- with $svc.nodePort }}{{- $_ := set $svc "nodePort" (int .) }}{{- end }}
+{{- with $svc.port }}{{- $_ := set $svc "port" (int .) }}{{- end }}
+{{- toYaml $svc }}
+{{- end }}
+
+{{- /*
+The chart-wide PriorityClass: priorityClass.name (slurm-priority-critical when empty) when
+priorityClass.enabled, else empty.
+Usage: {{ include "slurm-cluster.priorityClassName" . }}
+*/}}
+{{- define "slurm-cluster.priorityClassName" -}}
+{{- if .Values.priorityClass.enabled }}
+{{- .Values.priorityClass.name | default "slurm-priority-critical" }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Pod template metadata of a Slinky object: the chart's pod labels, then the component's
+`metadata.labels` and `metadata.annotations`.
+Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.controller) | nindent 6 }}
+*/}}
+{{- define "slurm-cluster.podMetadata" -}}
+{{- $meta := .c.metadata | default dict }}
+{{- $labels := dict "helm.sh/chart" (include "slurm-cluster.chart" .context) "app.kubernetes.io/part-of" "slurm" -}}
+labels:
+  {{- toYaml (merge (dict) ($meta.labels | default dict) $labels) | nindent 2 }}
+{{- with $meta.annotations }}
+annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
 
 {{- /*
-Pod template metadata (labels and annotations) of a Slinky object.
-Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.controller "component" "controller") | nindent 4 }}
+Metadata labels and annotations of a Slinky object: the chart's labels, then the component's
+`metadata.labels` (they win, as in upstream's chart) and `metadata.annotations`; `extra` adds
+labels of the object's own.
+Usage: {{- include "slurm-cluster.objectMetadata" (dict "context" $ "c" .Values.controller "component" "controller") | nindent 2 }}
 */}}
-{{- define "slurm-cluster.podMetadata" -}}
+{{- define "slurm-cluster.objectMetadata" -}}
+{{- $meta := .c.metadata | default dict }}
+{{- $labels := merge (include "slurm-cluster.labels" (dict "context" .context "component" .component) | fromYaml) (.extra | default dict) -}}
 labels:
-  helm.sh/chart: {{ include "slurm-cluster.chart" .context | quote }}
-  app.kubernetes.io/part-of: slurm
-  {{- with .c.podLabels }}
-  {{- toYaml . | nindent 2 }}
-  {{- end }}
-{{- with .c.podAnnotations }}
+  {{- toYaml (merge (dict) ($meta.labels | default dict) $labels) | nindent 2 }}
+{{- with $meta.annotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -280,28 +320,36 @@ Usage: {{ include "slurm-cluster.loginset.name" (dict "context" $ "name" $key) }
 {{- end }}
 
 {{- /*
-Secret holding slurm.key: slurmKey.existingSecret, else "<fullname>-slurm-key".
+Secret holding slurm.key: slurmKey.secretRef.name, else "<fullname>-slurm-key".
 Usage: {{ include "slurm-cluster.slurmKeySecretName" . }}
 */}}
 {{- define "slurm-cluster.slurmKeySecretName" -}}
-{{- .Values.slurmKey.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "slurm-key")) }}
+{{- (.Values.slurmKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "slurm-key")) }}
 {{- end }}
 
 {{- /*
-Secret holding jwt.key (HS256): jwtKey.existingSecret, else "<fullname>-jwt-key". Other charts
-(slurm-bridge Token, clients) reference it with key `jwtKey.key` (default "jwt.key").
+Secret holding jwt.key (HS256): jwtKey.secretRef.name, else "<fullname>-jwt-key". Other charts
+(slurm-bridge Token, clients) reference it with key `jwtKey.secretRef.key` (default "jwt.key").
 Usage: {{ include "slurm-cluster.jwtKeySecretName" . }}
 */}}
 {{- define "slurm-cluster.jwtKeySecretName" -}}
-{{- .Values.jwtKey.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwt-key")) }}
+{{- (.Values.jwtKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwt-key")) }}
 {{- end }}
 
 {{- /*
-Secret holding sssd.conf: sssd.existingSecret, else "<fullname>-sssd".
+Secret holding sssd.conf: sssd.secretRef.name, else "<fullname>-sssd".
 Usage: {{ include "slurm-cluster.sssdSecretName" . }}
 */}}
 {{- define "slurm-cluster.sssdSecretName" -}}
-{{- .Values.sssd.existingSecret | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd")) }}
+{{- (.Values.sssd.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd")) }}
+{{- end }}
+
+{{- /*
+Key of sssd.conf in its Secret: sssd.secretRef.key, else "sssd.conf".
+Usage: {{ include "slurm-cluster.sssdKey" . }}
+*/}}
+{{- define "slurm-cluster.sssdKey" -}}
+{{- (.Values.sssd.secretRef | default dict).key | default "sssd.conf" }}
 {{- end }}
 
 {{- /*
@@ -328,11 +376,32 @@ external cluster) and not when an existing Secret is referenced.
 Usage: {{ if include "slurm-cluster.createSlurmKey" . }}
 */}}
 {{- define "slurm-cluster.createSlurmKey" -}}
-{{- if and (not .Values.controller.external) (not .Values.slurmKey.existingSecret) }}true{{ end }}
+{{- if and .Values.slurmKey.create (not .Values.controller.external) (not .Values.accounting.external) }}true{{ end }}
 {{- end }}
 
 {{- define "slurm-cluster.createJwtKey" -}}
-{{- if and (not .Values.controller.external) (not .Values.jwtKey.existingSecret) }}true{{ end }}
+{{- if and .Values.jwtKey.create (not .Values.controller.external) (not .Values.accounting.external) }}true{{ end }}
+{{- end }}
+
+{{- /*
+Key of slurm.key / jwt.key in its Secret: secretRef.key, else "slurm.key" / "jwt.key".
+Usage: {{ include "slurm-cluster.slurmKeyKey" . }}, {{ include "slurm-cluster.jwtKeyKey" . }}
+*/}}
+{{- define "slurm-cluster.slurmKeyKey" -}}
+{{- (.Values.slurmKey.secretRef | default dict).key | default "slurm.key" }}
+{{- end }}
+
+{{- define "slurm-cluster.jwksKeyRef" -}}
+{{- if .Values.jwksKeys.enabled }}
+{{- $ref := .Values.jwksKeys.configMapRef | default dict }}
+jwksKeyRef:
+  name: {{ $ref.name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwks")) | quote }}
+  key: {{ $ref.key | default "jwks.json" | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "slurm-cluster.jwtKeyKey" -}}
+{{- (.Values.jwtKey.secretRef | default dict).key | default "jwt.key" }}
 {{- end }}
 
 {{- /*

@@ -10,7 +10,7 @@ ClusterName, SlurmctldHost and the NodeSet partition lines; the ``slurmd --conf`
 slurmdbd.conf: ``Accounting.spec.extraConf`` and the storage settings) are those of the baseline
 render with every scheduling setting filled in (the chart's own vocabulary) plus the keys the
 values name themselves (settings-map keys, and the settings of the two keys documented as raw
-lines, ``slurmConf.extraLines`` and ``accounting.extraConf``).
+lines, ``controller.extraConf`` and ``accounting.extraConf``).
 
 Slurm's parser is modelled conservatively: every Unicode line break ends a line, ``#`` starts a
 comment, every whitespace character separates ``Key=value`` tokens, and on a ``PartitionName=``
@@ -39,23 +39,22 @@ SCHEMA: dict[str, Any] = json.loads((CHART.path / "values.schema.json").read_tex
 BASE: dict[str, Any] = {
     "accounting": {"enabled": True},
     "partitions": {"p1": {"nodesets": ["ALL"], "config": "MaxTime=UNLIMITED", "topology": "t1"}},
-    "slurmConf": {"extra": {"MinJobAge": 300}, "extraLines": ["MaxJobCount=1000"]},
+    "controller": {"extraConfMap": {"MinJobAge": 300}},
     "scheduling": {"schedulerParameters": {"bf_window": 100}, "priority": {"flags": ["MAX_TRES"]}},
     "topology": {"params": ["SwitchAsNodeRank"], "yaml": "- topology: t1\n  flat: true\n"},
     "nodesets": {"compute": {"slurmdConf": {"Features": ["ib"]}, "gpu": {"count": 1}}},
 }
 """Values that switch on every path to a Slurm config file, so that drawn values are live."""
 
-RAW_LINES = {("slurmConf", "extraLines"), ("accounting", "extraConf")}
+RAW_LINES = {("controller", "extraConf"), ("accounting", "extraConf")}
 """Keys documented as raw config lines: their lines are what the values ask for."""
 
 SLURM_KEYS = {
     "clusterName",
     "externalConfig",
-    "storage",
+    "storageConfig",
     "extraConf",
     "extraConfMap",
-    "slurmConf",
     "scheduling",
     "partitions",
     "partitionDefaults",
@@ -214,7 +213,7 @@ def slurm_settings(docs: list[dict[str, Any]]) -> set[str]:
     return found
 
 
-SETTINGS_MAPS = (("slurmConf", "extra"), ("accounting", "extraConfMap"))
+SETTINGS_MAPS = (("controller", "extraConfMap"), ("accounting", "extraConfMap"))
 """Maps whose keys are global settings of slurm.conf or slurmdbd.conf."""
 
 
@@ -224,7 +223,8 @@ def asked_for(values: dict[str, Any]) -> set[str]:
     for section, key in SETTINGS_MAPS:
         keys |= {str(k).lower() for k in (values.get(section) or {}).get(key) or {}}
     for section, key in RAW_LINES:
-        for line in (values.get(section) or {}).get(key) or []:
+        raw = (values.get(section) or {}).get(key) or []
+        for line in raw.splitlines() if isinstance(raw, str) else raw:
             keys |= settings_of(str(line))
     return keys
 

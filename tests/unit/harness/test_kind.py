@@ -271,12 +271,12 @@ def test_profile_block_wins_and_harness_values_merge_over_it() -> None:
         "slurm-bridge": {"enabled": False},
     }
     harness: dict[str, dict[str, Any]] = {
-        "slurm-cluster": {"nodesets": {"compute": {"nodeSelector": {"a": "b"}}}},
+        "slurm-cluster": {"nodesets": {"compute": {"podSpec": {"nodeSelector": {"a": "b"}}}}},
         "slurm-bridge": {"scheduler": {"schedulerName": "s"}},
     }
     values, source = chart_values("slurm-cluster", profile, harness)
     assert values == {
-        "nodesets": {"compute": {"replicas": 1, "nodeSelector": {"a": "b"}}},
+        "nodesets": {"compute": {"replicas": 1, "podSpec": {"nodeSelector": {"a": "b"}}}},
         "restapi": {"replicas": 1},
         "global": {"imageRegistry": "mirror.example"},
     }
@@ -336,10 +336,12 @@ def test_slurm_cluster_gets_the_bridge_partition_on_the_bridge_worker(
     text = yaml.safe_dump_all(_render("slurm-cluster", values, tmp_path))
     assert re.search(r"PartitionName=slurm-bridge Nodes=bridge\b", text)
     bridge = values["nodesets"]["bridge"]
-    assert bridge["nodeSelector"] == {"scheduler.slinky.slurm.net/slurm-bridge": "worker"}
+    assert bridge["podSpec"]["nodeSelector"] == {
+        "scheduler.slinky.slurm.net/slurm-bridge": "worker"
+    }
     assert {"key": MANAGED_NODE_TAINT, "operator": "Exists", "effect": "NoExecute"} in bridge[
-        "tolerations"
-    ]
+        "podSpec"
+    ]["tolerations"]
 
 
 def test_labeler_image_is_the_one_the_chart_renders(spec: PlanInput, tmp_path: Path) -> None:

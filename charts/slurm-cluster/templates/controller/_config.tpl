@@ -7,7 +7,7 @@ scheduling presets, GPUs and partitions.
 {{- /*
 A settings map as "Key=value" entries (sorted by key; lists joined with commas; empty values
 skipped), joined with .sep (default a newline).
-Usage: {{ include "slurm-cluster.confMap" (dict "map" .Values.slurmConf.extra) }}
+Usage: {{ include "slurm-cluster.confMap" (dict "map" .Values.controller.extraConfMap) }}
 */}}
 {{- define "slurm-cluster.confMap" -}}
 {{- $out := list }}
@@ -54,14 +54,14 @@ Usage: {{ include "slurm-cluster.paramList" $map }}
 
 {{- /*
 Partition options (a one-line string or a map) plus an optional Topology=, as one line.
-Usage: {{ include "slurm-cluster.partitionOptions" (dict "config" $p.config "topology" $p.topology) }}
+Usage: {{ include "slurm-cluster.partitionOptions" (dict "config" $p.config "configMap" $p.configMap "topology" $p.topology) }}
 */}}
 {{- define "slurm-cluster.partitionOptions" -}}
 {{- $parts := list }}
-{{- if kindIs "map" .config }}
-{{- with (include "slurm-cluster.confMap" (dict "map" .config "sep" " ")) }}{{- $parts = append $parts . }}{{- end }}
-{{- else if .config }}
+{{- if .config }}
 {{- $parts = append $parts (trim (toString .config)) }}
+{{- else if .configMap }}
+{{- with (include "slurm-cluster.confMap" (dict "map" .configMap "sep" " ")) }}{{- $parts = append $parts . }}{{- end }}
 {{- end }}
 {{- with .topology }}{{- $parts = append $parts (printf "Topology=%s" .) }}{{- end }}
 {{- join " " $parts }}
@@ -97,6 +97,10 @@ Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
 {{- $out := dict }}
 {{- range $name, $entry := (.Values.nodesets | default dict) }}
 {{- $ns := mergeOverwrite (dict) (deepCopy $.Values.nodesetDefaults) (deepCopy ($entry | default dict)) }}
+{{- if not (kindIs "map" $ns.partition) }}
+{{- /* partition: null (upstream's way to say "no partition") keeps the defaults' partition */}}
+{{- $_ := set $ns "partition" (deepCopy $.Values.nodesetDefaults.partition) }}
+{{- end }}
 {{- if $ns.enabled }}
 {{- $_ := set $out $name $ns }}
 {{- end }}
@@ -341,16 +345,19 @@ Usage: {{ include "slurm-cluster.controller.extraConf" . }}
 {{- $nodes = append $nodes (ternary "ALL" . (eq (upper .) "ALL")) }}
 {{- end }}
 {{- $line := printf "PartitionName=%s Nodes=%s" $name (join "," $nodes) }}
-{{- with (include "slurm-cluster.partitionOptions" (dict "config" $p.config "topology" $p.topology)) }}
+{{- with (include "slurm-cluster.partitionOptions" (dict "config" $p.config "configMap" $p.configMap "topology" $p.topology)) }}
 {{- $line = printf "%s %s" $line . }}
 {{- end }}
 {{- $lines = append $lines $line }}
 {{- end }}
 {{- end }}
-{{- if or .Values.slurmConf.extraLines .Values.slurmConf.extra }}
-{{- $lines = append $lines "# slurmConf (values)" }}
-{{- range .Values.slurmConf.extraLines }}{{- $lines = append $lines (toString .) }}{{- end }}
-{{- with (include "slurm-cluster.confMap" (dict "map" .Values.slurmConf.extra)) }}
+{{- $c := .Values.controller }}
+{{- if $c.extraConf }}
+{{- $lines = append $lines "# controller.extraConf (values)" }}
+{{- $lines = concat $lines (splitList "\n" (trimSuffix "\n" (toString $c.extraConf))) }}
+{{- else if $c.extraConfMap }}
+{{- with (include "slurm-cluster.confMap" (dict "map" $c.extraConfMap)) }}
+{{- $lines = append $lines "# controller.extraConfMap (values)" }}
 {{- $lines = concat $lines (splitList "\n" .) }}
 {{- end }}
 {{- end }}

@@ -81,13 +81,13 @@ def slurm_cluster_values(topology_values: dict[str, Any]) -> dict[str, Any]:
     nodeset: dict[str, Any] = {
         "replicas": 0,  # set by the caller: one per GPU node
         "gpu": {"vendor": "nvidia", "type": "gb200", "count": 4},
-        "nodeSelector": {"nvidia.com/gpu.product": GPU_PRODUCT},
+        "podSpec": {"nodeSelector": {"nvidia.com/gpu.product": GPU_PRODUCT}},
         "partition": {"enabled": True, "config": "Default=YES MaxTime=UNLIMITED"},
     }
     if nvl:
         nodeset["partition"]["topology"] = nvl
     values: dict[str, Any] = {
-        "nodesets": {"compute": {"enabled": False}, NODESET: nodeset},
+        "nodesets": {NODESET: nodeset},
         **topology_values,
     }
     if tree:
