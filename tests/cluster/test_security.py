@@ -24,6 +24,7 @@ from tests.cluster import charts_support as support
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
     from slinky_harness.helm.charts import Scenario
     from slinky_harness.helm.client import Helm
@@ -181,12 +182,15 @@ def _slurmd_pod(nodeset: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_slurmd_pod_of_nodeset_is_rejected_in_restricted_namespace(
-    cluster: Cluster, helm4: Helm, crds: None, restricted: str
+    cluster: Cluster, helm4: Helm, crds: None, restricted: str, tmp_path: Path
 ) -> None:
-    """slurm-cluster README, Security: slurmd runs privileged, so not "restricted" (nor baseline)."""
+    """slurm-cluster README, Security: slurmd runs privileged, so not "restricted" (nor baseline).
+    The chart's defaults have no NodeSet (as upstream's), so the test names one."""
     readme = (support.CHARTS["slurm-cluster"].path / "README.md").read_text()
     assert "slurmd runs privileged" in readme
-    docs = support.render(helm4, "slurm-cluster", [], "pss", restricted)
+    values = tmp_path / "one-nodeset.yaml"
+    values.write_text("nodesets:\n  compute: {}\n")
+    docs = support.render(helm4, "slurm-cluster", [values], "pss", restricted)
     nodesets = [d for d in docs if d["kind"] == "NodeSet"]
     assert nodesets
     for nodeset in nodesets:
