@@ -312,7 +312,10 @@ def test_gpu_count_at_the_bound_renders() -> None:
             id="gres-from-nodesetDefaults",
         ),
         pytest.param(
-            {"nodesetDefaults": {"autoscaling": {"enabled": True, "minReplicas": 0}}},
+            {
+                "nodesets": {"compute": {}},  # no NodeSet by default (upstream's layout)
+                "nodesetDefaults": {"autoscaling": {"enabled": True, "minReplicas": 0}},
+            },
             "nodesetDefaults.autoscaling.minReplicas",
             id="autoscaling-from-nodesetDefaults",
         ),
