@@ -632,10 +632,11 @@ def test_sigterm_ends_a_long_pass_within_the_grace_period(lab: LabelerLab) -> No
     assert code == 0, c.log.read_text()[-2000:]
     assert seconds < grace, f"{seconds:.1f}s after SIGTERM (grace period {grace}s)"
     assert len([w for w in after if w.resource == "nodes"]) <= 1, "at most the write in flight"
-    assert [(w.resource, w.verb) for w in after if w.resource == "leases"] == [
-        ("leases", "update")
-    ], "the Lease released"
-    assert lab.lease_holder() == ""
+    # the release, after at most one renewal that was already due when the signal came (the
+    # renewal loop runs beside the pass; seen once under load)
+    lease_writes = [(w.resource, w.verb) for w in after if w.resource == "leases"]
+    assert lease_writes in ([("leases", "update")], [("leases", "update")] * 2), lease_writes
+    assert lab.lease_holder() == "", "the Lease released"
     assert len(_by(lab.all_writes()[mark:], c, "nodes")) < len(nodes)
     assert any(line.get("msg") == "pass stopped: shutting down" for line in c.logs())
     # the next leader finishes the job
