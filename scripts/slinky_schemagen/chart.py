@@ -4,6 +4,9 @@ A chart opts in by having ``values.schema.extra.yaml`` beside its values.yaml: t
 part of the schema. It holds the root's ``title`` and ``description``, cross-field rules
 (``allOf``, ``if``/``then``/``else``, ``not``, ``required``, ``dependencies``) and definitions of
 its own (``definitions``, beside the shared ones); a ``$ref`` in it takes a short name too.
+
+A key annotated ``# @schema {subchart: charts/<name>}`` takes the schema generated for that
+dependency (which must have opted in too), so a parent chart states its subchart's values once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import yaml
 from slinky_schemagen.comments import Key, read_values
 from slinky_schemagen.definitions import expand_refs, load_shared, reachable
 from slinky_schemagen.errors import AnnotationError, SchemaGenError, StaleSchemaError
-from slinky_schemagen.infer import Context, build_root
+from slinky_schemagen.infer import CROSS_FIELD, Context, build_root
 
 __all__ = [
     "EXTRA_FILE",
@@ -29,6 +32,7 @@ __all__ = [
     "VALUES_FILE",
     "check_chart",
     "generate_chart",
+    "generate_schema",
     "generate_text",
     "is_generated",
     "render",
@@ -48,19 +52,13 @@ EXTRA_KEYWORDS = frozenset(
         "title",
         "description",
         "$comment",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-        "required",
-        "dependencies",
+        *CROSS_FIELD,
         "definitions",
+        "inferredStrings",
     }
 )
-"""What the hand-written part may hold; the root's type and properties come from values.yaml."""
+"""What the hand-written part may hold; the root's type and properties come from values.yaml.
+``inferredStrings`` is not copied: it is merged into every string schema inferred from a default."""
 
 
 def is_generated(chart: Path) -> bool:
@@ -88,15 +86,27 @@ def _check_extra(extra: dict[str, Any], where: str) -> None:
         )
     if not isinstance(extra.get("definitions", {}), dict):
         raise SchemaGenError(f"{where}: `definitions` must map names to schemas")
+    if not isinstance(extra.get("inferredStrings", {}), dict):
+        raise SchemaGenError(f"{where}: `inferredStrings` must be a schema (a mapping)")
 
 
-def generate_text(values_text: str, extra: dict[str, Any], file: str) -> dict[str, Any]:
+def generate_text(
+    values_text: str,
+    extra: dict[str, Any],
+    file: str,
+    chart: Path | None = None,
+    parents: tuple[Path, ...] = (),
+) -> dict[str, Any]:
     """The schema of a values file ``values_text`` (named ``file`` in messages) with the
-    hand-written part ``extra``; raises :class:`SchemaGenError` naming the line to fix."""
+    hand-written part ``extra``; raises :class:`SchemaGenError` naming the line to fix.
+
+    ``chart`` is the folder its ``subchart`` annotations are relative to; ``parents`` the charts
+    whose schema is being generated around this one (a cycle is an error)."""
     _check_extra(extra, str(Path(file).with_name(EXTRA_FILE)))
     extra = expand_refs(extra)
     shared = load_shared()
     local: dict[str, Any] = extra.pop("definitions", None) or {}
+    strings: dict[str, Any] = extra.pop("inferredStrings", None) or {}
     clash = sorted(set(local) & set(shared))
     if clash:
         raise SchemaGenError(
@@ -104,7 +114,20 @@ def generate_text(values_text: str, extra: dict[str, Any], file: str) -> dict[st
         )
     definitions = {**shared, **local}
     root = read_values(values_text, file)
-    body = build_root(root, Context(file, frozenset(definitions)))
+    loader = None
+    if chart is not None:
+        here = chart
+
+        def loader(folder: str) -> dict[str, Any]:
+            return _subchart_schema(here / folder, (*parents, here.resolve()))
+
+    ctx = Context(file, frozenset(definitions), loader, strings=strings)
+    body = build_root(root, ctx)
+    for name, definition in ctx.found.items():
+        if definitions.setdefault(name, definition) != definition:
+            raise SchemaGenError(
+                f"{file}: a subchart's definition {name!r} differs from this chart's: rename one"
+            )
     schema: dict[str, Any] = {"$schema": DRAFT7, "$comment": COMMENT, **extra, **body}
     used = reachable(schema, definitions)
     if used:
@@ -150,14 +173,31 @@ def render(schema: dict[str, Any]) -> str:
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def generate_chart(chart: Path) -> str:
-    """The text of ``chart``'s values.schema.json, generated from its files."""
+def generate_schema(chart: Path, parents: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """``chart``'s values schema, generated from its files."""
     values = chart / VALUES_FILE
     try:
         text = values.read_text()
     except OSError as exc:
         raise SchemaGenError(f"cannot read {values}: {exc}") from exc
-    return render(generate_text(text, _read_extra(chart / EXTRA_FILE), str(values)))
+    return generate_text(text, _read_extra(chart / EXTRA_FILE), str(values), chart, parents)
+
+
+def _subchart_schema(chart: Path, parents: tuple[Path, ...]) -> dict[str, Any]:
+    if chart.resolve() in parents:
+        raise SchemaGenError(
+            f"{chart} is its own subchart (through {', '.join(map(str, parents))})"
+        )
+    if not is_generated(chart):
+        raise SchemaGenError(
+            f"{chart} has no {EXTRA_FILE}: a subchart's schema must be generated too"
+        )
+    return generate_schema(chart, parents)
+
+
+def generate_chart(chart: Path) -> str:
+    """The text of ``chart``'s values.schema.json, generated from its files."""
+    return render(generate_schema(chart))
 
 
 def check_chart(chart: Path, command: str) -> None:

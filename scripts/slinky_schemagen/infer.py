@@ -11,22 +11,38 @@
 - The ``# @schema`` annotation is merged over what the default says; ``$ref: <definition>``
   replaces it (kept beside the description as ``allOf: [{$ref}]``: draft-07 ignores the
   siblings of a ``$ref``), ``nullable: true`` adds ``null``.
+- ``definition: <name>`` also makes the key's schema a definition of that name (the key refers
+  to it), so a map of entries shaped like a defaults key says ``additionalProperties: {$ref:
+  <name>}``; ``patternProperties`` with an anchored name (``^registry$``) types an optional key
+  that has no default (and, in a closed object, admits it).
+- the hand-written part's ``inferredStrings`` (a schema) is merged into every string whose type
+  comes from its default (e.g. refusing a bare ``y``/``n``); an annotation wins over it.
+- ``subchart: <folder>`` (alone) makes the key the values of a dependency (its alias): the
+  subchart's own generated schema, whose values.yaml owns every key and rule; the keys written
+  under it here only lend their ``# --`` descriptions, so this chart's README and schema agree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
 from slinky_schemagen.definitions import PREFIX, expand_refs
-from slinky_schemagen.errors import AnnotationError
+from slinky_schemagen.errors import AnnotationError, SchemaGenError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from slinky_schemagen.comments import Key
 
-__all__ = ["KEYWORDS", "Context", "build_root"]
+__all__ = ["CROSS_FIELD", "KEYWORDS", "Context", "build_root"]
+
+CROSS_FIELD = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "required", "dependencies")
+"""Keywords that state rules across fields: what a schema's root (the hand-written part of a
+chart, or a subchart's schema that its key carries) says beyond types and properties."""
 
 KEYWORDS = frozenset(
     {
@@ -51,23 +67,21 @@ KEYWORDS = frozenset(
         "contains",
         "additionalProperties",
         "propertyNames",
+        "patternProperties",
         "minProperties",
         "maxProperties",
-        "required",
-        "dependencies",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
+        *CROSS_FIELD,
         "examples",
         "nullable",
+        "subchart",
+        "definition",
     }
 )
-"""What a ``# @schema`` annotation may say: draft-07 keywords and ``nullable``. ``properties``
-and ``description`` are not among them: they come from the keys and ``# --`` comments."""
+"""What a ``# @schema`` annotation may say: draft-07 keywords, ``nullable``, ``subchart`` and
+``definition``.
+``properties`` and ``description`` are not among them: they come from the keys and ``# --``
+comments."""
+
 
 HINTS = {
     "int": "integer",
@@ -93,11 +107,42 @@ class Context:
     """values.yaml as named in messages."""
     definitions: frozenset[str]
     """Definition names a ``$ref`` may use."""
+    subchart: Callable[[str], dict[str, Any]] | None = None
+    """The generated schema of the subchart in a folder relative to the chart (None: no chart
+    folder, so a ``subchart`` annotation is an error)."""
+    found: dict[str, Any] = field(default_factory=dict)
+    """Definitions the subcharts' schemas and ``definition`` annotations brought (name ->
+    schema), for the root to carry."""
+    declared: set[str] = field(default_factory=set)
+    """Names of the ``definition`` annotations (known before any key is built)."""
+    strings: dict[str, Any] = field(default_factory=dict)
+    """Merged into every string schema inferred from a default (``inferredStrings``)."""
 
 
 def build_root(root: Key, ctx: Context) -> dict[str, Any]:
     """The schema of the whole values file: a closed object of its documented keys."""
+    _declare(root, ctx)
     return _object(root, {}, ctx)
+
+
+def _declare(key: Key, ctx: Context) -> None:
+    """Collect the ``definition`` names first: a ``$ref`` may come before the key defining it."""
+    name = (key.doc.annotation or {}).get("definition")
+    if name is not None:
+        if not isinstance(name, str) or not name or "/" in name:
+            raise _fail(
+                key, ctx, f"`definition` of `{key.dotted}` must be a name", at_annotation=True
+            )
+        if name in ctx.definitions or name in ctx.declared:
+            raise _fail(
+                key,
+                ctx,
+                f"`{key.dotted}` defines {name!r}, which is already a definition: pick another name",
+                at_annotation=True,
+            )
+        ctx.declared.add(name)
+    for child in key.children:
+        _declare(child, ctx)
 
 
 def _fail(key: Key, ctx: Context, message: str, *, at_annotation: bool = False) -> AnnotationError:
@@ -108,6 +153,9 @@ def _fail(key: Key, ctx: Context, message: str, *, at_annotation: bool = False) 
 def key_schema(key: Key, ctx: Context) -> dict[str, Any]:
     """The schema of one key: inferred from its default, then its annotation merged over."""
     annotation = _annotation(key, ctx)
+    if "subchart" in annotation:
+        return _subchart(key, annotation, ctx)
+    definition = annotation.pop("definition", None)
     nullable = annotation.pop("nullable", False)
     ref = annotation.pop("$ref", None)
     if ref is not None:
@@ -123,7 +171,14 @@ def key_schema(key: Key, ctx: Context) -> dict[str, Any]:
     if key.doc.description:
         schema["description"] = key.doc.description
     _check(key, schema, ctx)
-    return schema
+    if definition is None:
+        return schema
+    description = schema.pop("description", None)
+    ctx.found[definition] = schema
+    out: dict[str, Any] = {"allOf": [{"$ref": PREFIX + definition}]}
+    if description:
+        out["description"] = description
+    return out
 
 
 def _annotation(key: Key, ctx: Context) -> dict[str, Any]:
@@ -153,6 +208,75 @@ def _annotation(key: Key, ctx: Context) -> dict[str, Any]:
     return expanded
 
 
+def _subchart(key: Key, annotation: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The key's schema is the subchart's: its properties and rules; descriptions from here."""
+    folder, sub = _load_subchart(key, annotation, ctx)
+    properties: dict[str, Any] = sub.get("properties", {})
+    _describe(key, folder, properties, ctx)
+    for name, definition in (sub.get("definitions") or {}).items():
+        if ctx.found.setdefault(name, definition) != definition:
+            raise _fail(
+                key,
+                ctx,
+                f"the subchart {folder!r} of `{key.dotted}` defines {name!r} differently from "
+                "another subchart: rename one of them",
+                at_annotation=True,
+            )
+    schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
+    if properties:
+        schema["properties"] = properties
+    schema.update({k: sub[k] for k in CROSS_FIELD if k in sub})
+    if key.doc.description:
+        schema["description"] = key.doc.description
+    return schema
+
+
+def _load_subchart(
+    key: Key, annotation: dict[str, Any], ctx: Context
+) -> tuple[str, dict[str, Any]]:
+    folder = annotation.pop("subchart")
+    if annotation or not isinstance(folder, str) or not folder:
+        raise _fail(
+            key,
+            ctx,
+            f"the `# @schema` annotation of `{key.dotted}` names a subchart, so it says nothing "
+            "else: write `# @schema {subchart: charts/<name>}` alone (the subchart's values.yaml "
+            "owns the rules)",
+            at_annotation=True,
+        )
+    if ctx.subchart is None:
+        raise _fail(key, ctx, f"`{key.dotted}` names a subchart, but no chart folder was given")
+    try:
+        return folder, copy.deepcopy(ctx.subchart(folder))
+    except SchemaGenError as exc:
+        raise _fail(
+            key, ctx, f"subchart {folder!r} of `{key.dotted}`: {exc}", at_annotation=True
+        ) from exc
+
+
+def _describe(key: Key, folder: str, properties: dict[str, Any], ctx: Context) -> None:
+    """The keys written under a subchart's key lend their descriptions, nothing else."""
+    for child in key.children:
+        name = child.path[-1]
+        if name not in properties:
+            raise _fail(
+                child,
+                ctx,
+                f"`{child.dotted}` is not a value of the subchart {folder!r}: remove it, or add "
+                f"it to {folder}/values.yaml",
+            )
+        if child.doc.annotation is not None:
+            raise _fail(
+                child,
+                ctx,
+                f"`{child.dotted}` belongs to the subchart {folder!r}, whose values.yaml owns its "
+                "rules: move this `# @schema` annotation there",
+                at_annotation=True,
+            )
+        if child.doc.description:
+            properties[name]["description"] = child.doc.description
+
+
 def _inferred(key: Key, annotation: dict[str, Any], ctx: Context) -> dict[str, Any]:
     value = key.value
     if value is None:
@@ -171,7 +295,14 @@ def _inferred(key: Key, annotation: dict[str, Any], ctx: Context) -> dict[str, A
             f"`{key.dotted}` defaults to an empty list, so its item type is unknown: add "
             "`# @schema {items: {type: string}}` (or a `$ref`) above its `# --` line",
         )
-    return {"type": _scalar_type(value)}
+    return _scalar(value, ctx)
+
+
+def _scalar(value: Any, ctx: Context) -> dict[str, Any]:
+    kind = _scalar_type(value)
+    if kind == "string":
+        return {"type": kind, **copy.deepcopy(ctx.strings)}
+    return {"type": kind}
 
 
 def _scalar_type(value: Any) -> str:
@@ -247,7 +378,7 @@ def _plain(value: Any, key: Key, ctx: Context) -> dict[str, Any]:
             f"the items of `{key.dotted}` cannot be inferred from its default: add "
             "`# @schema {items: {...}}` above its `# --` line",
         )
-    return {"type": _scalar_type(value)}
+    return _scalar(value, ctx)
 
 
 def _check(key: Key, schema: dict[str, Any], ctx: Context) -> None:
@@ -261,7 +392,7 @@ def _check(key: Key, schema: dict[str, Any], ctx: Context) -> None:
             "fix its `# @schema` annotation",
             at_annotation=True,
         )
-    for name in sorted(_direct_refs(schema) - ctx.definitions):
+    for name in sorted(_direct_refs(schema) - ctx.definitions - ctx.declared - set(ctx.found)):
         raise _fail(
             key,
             ctx,

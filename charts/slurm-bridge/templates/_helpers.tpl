@@ -92,18 +92,23 @@ Usage: {{ include "slurm-bridge.serviceAccountName" (dict "context" . "component
 {{- end }}
 
 {{- /*
-Image reference from an image object {registry, repository, tag, digest}.
-global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "slurm-bridge.image" (dict "context" . "image" .Values.scheduler.image) }}
+Image reference from an image object {repository, tag, digest}, upstream's form: `repository`
+includes its registry. global.imageRegistry replaces the registry part of the repository (a
+repository without one, e.g. "org/image", gets it prepended); tag defaults to .Chart.AppVersion
+(a number is read as its text); digest wins over tag.
+Usage: {{ include "slurm-bridge.image" (dict "context" . "image" .Values.scheduler.image "path" "scheduler.image") }}
 */}}
 {{- define "slurm-bridge.image" -}}
 {{- $image := .image }}
 {{- $global := .context.Values.global | default dict }}
-{{- $registry := $global.imageRegistry | default $image.registry }}
-{{- $repository := required "an image repository is required (image.repository)" $image.repository }}
-{{- $ref := $repository }}
-{{- if $registry }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
+{{- $ref := required (printf "%s.repository is required: the image repository with its registry, e.g. ghcr.io/slinkyproject/slurm-bridge-scheduler" (.path | default "image")) $image.repository }}
+{{- with $global.imageRegistry }}
+{{- $first := regexReplaceAll "/.*$" $ref "" }}
+{{- if and (contains "/" $ref) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" .) (regexReplaceAll "^[^/]*/" $ref "") }}
+{{- else }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}
+{{- end }}
 {{- end }}
 {{- if $image.digest }}
 {{- printf "%s@%s" $ref $image.digest }}
@@ -152,7 +157,33 @@ release carry it, and a different name would leave them unscheduled after an upg
 Usage: {{ include "slurm-bridge.schedulerName" . }}
 */}}
 {{- define "slurm-bridge.schedulerName" -}}
-{{- .Values.scheduler.schedulerName | default "slurm-bridge-scheduler" }}
+{{- .Values.schedulerConfig.schedulerName | default "slurm-bridge-scheduler" }}
+{{- end }}
+
+{{- /*
+Number of pods of a component: scheduler.replicaCount (upstream's key for the scheduler),
+admission.replicas, controllers.replicas.
+Usage: {{ include "slurm-bridge.replicas" (dict "context" . "component" "scheduler") | int }}
+*/}}
+{{- define "slurm-bridge.replicas" -}}
+{{- $c := index .context.Values .component }}
+{{- if eq .component "scheduler" }}
+{{- int $c.replicaCount }}
+{{- else }}
+{{- int $c.replicas }}
+{{- end }}
+{{- end }}
+
+{{- /*
+Whether a component elects a leader ("true" or ""): scheduler.leaderElect (upstream's key),
+admission.leaderElection.enabled, controllers.leaderElection.enabled.
+Usage: {{ if include "slurm-bridge.leaderElect" (dict "context" . "component" "scheduler") }}
+*/}}
+{{- define "slurm-bridge.leaderElect" -}}
+{{- $c := index .context.Values .component }}
+{{- if eq .component "scheduler" }}
+{{- if $c.leaderElect }}true{{ end }}
+{{- else if $c.leaderElection.enabled }}true{{ end }}
 {{- end }}
 
 {{- /*
@@ -317,7 +348,7 @@ Usage: {{ include "slurm-bridge.pdb" (dict "context" . "component" "scheduler") 
 */}}
 {{- define "slurm-bridge.pdb" -}}
 {{- $c := index .context.Values .component }}
-{{- if and $c.pdb.enabled (gt (int $c.replicas) 1) }}
+{{- if and $c.pdb.enabled (gt (include "slurm-bridge.replicas" . | int) 1) }}
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
@@ -361,11 +392,13 @@ automountServiceAccountToken: false
 
 {{- /*
 Namespaces that are never bridged, sorted: kube-system, kube-public, kube-node-lease, the release
-namespace, the slurm-cluster namespace and the slurm-operator's namespace (`operatorNamespace`).
+namespace, the slurm-cluster namespace (the slurmrestd Service's in sharedConfig.slurmRestApi, when
+the URL names one) and the slurm-operator's namespace (`operatorNamespace`).
 Usage: {{ $protected := include "slurm-bridge.protectedNamespaces" . | fromYamlArray }}
 */}}
 {{- define "slurm-bridge.protectedNamespaces" -}}
-{{- $ns := list "kube-system" "kube-public" "kube-node-lease" (include "slurm-bridge.namespace" .) (include "slurm-bridge.slurmCluster.namespace" .) }}
+{{- $ns := list "kube-system" "kube-public" "kube-node-lease" (include "slurm-bridge.namespace" .) }}
+{{- with (include "slurm-bridge.slurmCluster.namespace" .) }}{{- $ns = append $ns . }}{{- end }}
 {{- with .Values.operatorNamespace }}{{- $ns = append $ns . }}{{- end }}
 {{- toYaml ($ns | uniq | sortAlpha) }}
 {{- end }}

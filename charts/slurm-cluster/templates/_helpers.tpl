@@ -12,30 +12,22 @@ Usage: {{ include "slurm-cluster.name" . }}
 {{- end }}
 
 {{- /*
-Fully qualified base name, truncated to 63 characters.
+Fully qualified base name, as upstream's `slurm` chart makes it so that an upstream release keeps
+its objects: "<release>-slurm" ("slurm" being upstream's chart name, or nameOverride), or the
+release name alone when it contains that name, or fullnameOverride; truncated to 63 characters.
 Usage: {{ include "slurm-cluster.fullname" . }}
 */}}
 {{- define "slurm-cluster.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- $name := default "slurm" .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- else }}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
 {{- end }}
 {{- end }}
-{{- end }}
-
-{{- /*
-Base name of the Slinky objects (Controller, RestApi, Accounting, NodeSet and LoginSet prefixes):
-the full name truncated to 30 characters, so the names the operator derives from it
-("<base>-controller-internal", "<base>-worker-<nodeset>-<ordinal>") stay within 63 characters.
-Usage: {{ include "slurm-cluster.base" . }}
-*/}}
-{{- define "slurm-cluster.base" -}}
-{{- include "slurm-cluster.fullname" . | trunc 30 | trimSuffix "-" }}
 {{- end }}
 
 {{- /*
@@ -239,13 +231,16 @@ Usage: {{ include "slurm-cluster.priorityClassName" . }}
 {{- end }}
 
 {{- /*
-Pod template metadata of a Slinky object: the chart's pod labels, then the component's
-`metadata.labels` and `metadata.annotations`.
+Pod template metadata of a Slinky object: the chart's pod labels (upstream's set: chart, part-of,
+version, managed-by), then the component's `metadata.labels` and `metadata.annotations`.
 Usage: {{- include "slurm-cluster.podMetadata" (dict "context" $ "c" .Values.controller) | nindent 6 }}
 */}}
 {{- define "slurm-cluster.podMetadata" -}}
 {{- $meta := .c.metadata | default dict }}
-{{- $labels := dict "helm.sh/chart" (include "slurm-cluster.chart" .context) "app.kubernetes.io/part-of" "slurm" -}}
+{{- $labels := dict "helm.sh/chart" (include "slurm-cluster.chart" .context) "app.kubernetes.io/part-of" "slurm" "app.kubernetes.io/managed-by" .context.Release.Service -}}
+{{- with .context.Chart.AppVersion }}
+{{- $_ := set $labels "app.kubernetes.io/version" (. | replace "+" "_" | trunc 63) }}
+{{- end -}}
 labels:
   {{- toYaml (merge (dict) ($meta.labels | default dict) $labels) | nindent 2 }}
 {{- with $meta.annotations }}
@@ -272,10 +267,13 @@ annotations:
 {{- end }}
 
 {{- /*
-Names of the Slinky objects and of what the operator derives from them.
+Names of the Slinky objects, as upstream's chart names them: the Controller, RestApi and
+Accounting are "<fullname>"; the Services the operator derives from them are
+"<fullname>-controller", "<fullname>-restapi" and "<fullname>-accounting".
+Usage: {{ include "slurm-cluster.controller.name" . }}
 */}}
 {{- define "slurm-cluster.controller.name" -}}
-{{- include "slurm-cluster.base" . }}
+{{- include "slurm-cluster.fullname" . }}
 {{- end }}
 
 {{- /*
@@ -287,11 +285,11 @@ Usage: {{ include "slurm-cluster.controller.serviceName" . }}
 {{- end }}
 
 {{- define "slurm-cluster.restapi.name" -}}
-{{- include "slurm-cluster.base" . }}
+{{- include "slurm-cluster.fullname" . }}
 {{- end }}
 
 {{- /*
-Service the operator creates for slurmrestd (port 6820): "<base>-restapi". slurm-bridge points
+Service the operator creates for slurmrestd (port 6820): "<fullname>-restapi". slurm-bridge points
 `sharedConfig.slurmRestApi` at http://<this>.<namespace>:6820.
 Usage: {{ include "slurm-cluster.restapi.serviceName" . }}
 */}}
@@ -300,48 +298,48 @@ Usage: {{ include "slurm-cluster.restapi.serviceName" . }}
 {{- end }}
 
 {{- define "slurm-cluster.accounting.name" -}}
-{{- include "slurm-cluster.base" . }}
+{{- include "slurm-cluster.fullname" . }}
 {{- end }}
 
 {{- /*
-NodeSet object name of a nodesets key: "<base>-worker-<key>".
+NodeSet object name of a nodesets key: "<fullname>-worker-<key>".
 Usage: {{ include "slurm-cluster.nodeset.name" (dict "context" $ "name" $key) }}
 */}}
 {{- define "slurm-cluster.nodeset.name" -}}
-{{- printf "%s-worker-%s" (include "slurm-cluster.base" .context) .name }}
+{{- printf "%s-worker-%s" (include "slurm-cluster.fullname" .context) .name }}
 {{- end }}
 
 {{- /*
-LoginSet object name (and login Service name) of a loginsets key: "<base>-login-<key>".
+LoginSet object name (and login Service name) of a loginsets key: "<fullname>-login-<key>".
 Usage: {{ include "slurm-cluster.loginset.name" (dict "context" $ "name" $key) }}
 */}}
 {{- define "slurm-cluster.loginset.name" -}}
-{{- printf "%s-login-%s" (include "slurm-cluster.base" .context) .name }}
+{{- printf "%s-login-%s" (include "slurm-cluster.fullname" .context) .name }}
 {{- end }}
 
 {{- /*
-Secret holding slurm.key: slurmKey.secretRef.name, else "<fullname>-slurm-key".
+Secret holding slurm.key: slurmKey.secretRef.name, else "<fullname>-auth-slurm" (upstream's name).
 Usage: {{ include "slurm-cluster.slurmKeySecretName" . }}
 */}}
 {{- define "slurm-cluster.slurmKeySecretName" -}}
-{{- (.Values.slurmKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "slurm-key")) }}
+{{- (.Values.slurmKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "auth-slurm")) }}
 {{- end }}
 
 {{- /*
-Secret holding jwt.key (HS256): jwtKey.secretRef.name, else "<fullname>-jwt-key". Other charts
+Secret holding jwt.key (HS256): jwtKey.secretRef.name, else "<fullname>-auth-jwt" (upstream's name). Other charts
 (slurm-bridge Token, clients) reference it with key `jwtKey.secretRef.key` (default "jwt.key").
 Usage: {{ include "slurm-cluster.jwtKeySecretName" . }}
 */}}
 {{- define "slurm-cluster.jwtKeySecretName" -}}
-{{- (.Values.jwtKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwt-key")) }}
+{{- (.Values.jwtKey.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "auth-jwt")) }}
 {{- end }}
 
 {{- /*
-Secret holding sssd.conf: sssd.secretRef.name, else "<fullname>-sssd".
+Secret holding sssd.conf: sssd.secretRef.name, else "<fullname>-sssd-conf" (upstream's name).
 Usage: {{ include "slurm-cluster.sssdSecretName" . }}
 */}}
 {{- define "slurm-cluster.sssdSecretName" -}}
-{{- (.Values.sssd.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd")) }}
+{{- (.Values.sssd.secretRef | default dict).name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "sssd-conf")) }}
 {{- end }}
 
 {{- /*
@@ -395,7 +393,7 @@ Usage: {{ include "slurm-cluster.slurmKeyKey" . }}, {{ include "slurm-cluster.jw
 {{- if .Values.jwksKeys.enabled }}
 {{- $ref := .Values.jwksKeys.configMapRef | default dict }}
 jwksKeyRef:
-  name: {{ $ref.name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "jwks")) | quote }}
+  name: {{ $ref.name | default (include "slurm-cluster.componentName" (dict "context" . "suffix" "auth-jwks")) | quote }}
   key: {{ $ref.key | default "jwks.json" | quote }}
 {{- end }}
 {{- end }}

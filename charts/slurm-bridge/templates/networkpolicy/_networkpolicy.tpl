@@ -40,32 +40,34 @@ Usage: {{- include "slurm-bridge.networkPolicy.baseEgress" . | nindent 4 }}
 {{- end }}
 
 {{- /*
-Egress to slurmrestd (scheduler and controllers). With the derived URL the peer is known: the
-slurmrestd pods (app.kubernetes.io/name=slurmrestd, port 6820 and slurm.restapi.port) in the
-slurm-cluster namespace. With slurm.restapi.url the host may be anywhere: its port, any address.
+Egress to slurmrestd (scheduler and controllers). When sharedConfig.slurmRestApi names a Service
+(templates/token/_slurm.tpl), the peer is known: the slurmrestd pods
+(app.kubernetes.io/name=slurmrestd) in that Service's namespace, on 6820 (their port) and the URL's
+port. Any other host may be anywhere: the URL's port, any address.
 Usage: {{- include "slurm-bridge.networkPolicy.slurmrestdEgress" . | nindent 4 }}
 */}}
 {{- define "slurm-bridge.networkPolicy.slurmrestdEgress" -}}
-{{- with .Values.slurm.restapi.url }}
-{{- $url := urlParse . }}
-{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" }}
-{{- if not $port }}{{- $port = ternary "443" "80" (eq $url.scheme "https") }}{{- end }}
+{{- $svc := include "slurm-bridge.restapi.service" . | fromYaml }}
+{{- if $svc.name }}
 - ports:
-    - port: {{ $port | int }}
-      protocol: TCP
-{{- else }}
-- ports:
-    {{- range (list 6820 (int .Values.slurm.restapi.port) | uniq) }}
+    {{- range (list 6820 (int $svc.port) | uniq) }}
     - port: {{ . }}
       protocol: TCP
     {{- end }}
   to:
     - namespaceSelector:
         matchLabels:
-          kubernetes.io/metadata.name: {{ include "slurm-bridge.slurmCluster.namespace" . | quote }}
+          kubernetes.io/metadata.name: {{ $svc.namespace | quote }}
       podSelector:
         matchLabels:
           app.kubernetes.io/name: slurmrestd
+{{- else }}
+{{- $url := urlParse .Values.sharedConfig.slurmRestApi }}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" }}
+{{- if not $port }}{{- $port = ternary "443" "80" (eq $url.scheme "https") }}{{- end }}
+- ports:
+    - port: {{ $port | int }}
+      protocol: TCP
 {{- end }}
 {{- end }}
 

@@ -54,8 +54,7 @@ release namespace (when it elects).
 Usage: {{ include "slurm-bridge.rbac.leaderElection" (dict "context" . "component" "controllers" "kind" "Role") }}
 */}}
 {{- define "slurm-bridge.rbac.leaderElection" -}}
-{{- $c := index .context.Values .component }}
-{{- if and (include "slurm-bridge.rbac.enabled" .) $c.leaderElection.enabled }}
+{{- if and (include "slurm-bridge.rbac.enabled" .) (include "slurm-bridge.leaderElect" .) }}
 {{- $file := include "slurm-bridge.rbacRules" . | fromYaml }}
 {{- $name := printf "%s-leader" (include "slurm-bridge.component.fullname" . | trunc 56 | trimSuffix "-") }}
 {{- $ns := include "slurm-bridge.namespace" .context }}

@@ -73,7 +73,7 @@ Usage: {{ include "slurm-bridge.scheduler.config" (dict "context" . "plugin" tru
 {{- if $pluginConfig }}
 {{- $_ := set $profile "pluginConfig" $pluginConfig }}
 {{- end }}
-{{- $le := dict "leaderElect" $s.leaderElection.enabled "resourceLock" "leases" "resourceNamespace" (include "slurm-bridge.namespace" $ctx) "resourceName" (include "slurm-bridge.component.fullname" (dict "context" $ctx "component" "scheduler")) "leaseDuration" $s.leaderElection.leaseDuration "renewDeadline" $s.leaderElection.renewDeadline "retryPeriod" $s.leaderElection.retryPeriod }}
+{{- $le := dict "leaderElect" $s.leaderElect "resourceLock" "leases" "resourceNamespace" (include "slurm-bridge.namespace" $ctx) "resourceName" (include "slurm-bridge.component.fullname" (dict "context" $ctx "component" "scheduler")) "leaseDuration" $s.leaderElection.leaseDuration "renewDeadline" $s.leaderElection.renewDeadline "retryPeriod" $s.leaderElection.retryPeriod }}
 {{- $config := dict "apiVersion" "kubescheduler.config.k8s.io/v1" "kind" "KubeSchedulerConfiguration" "leaderElection" $le "profiles" (list $profile) }}
 {{- toYaml $config }}
 {{- end }}

@@ -27,7 +27,7 @@ Usage: {{ include "slurm-bridge.tests.container" (dict "context" . "name" "x" "a
 */}}
 {{- define "slurm-bridge.tests.container" -}}
 - name: {{ .name }}
-  image: {{ include "slurm-bridge.image" (dict "context" .context "image" .context.Values.tests.image) | quote }}
+  image: {{ include "slurm-bridge.image" (dict "context" .context "image" .context.Values.tests.image "path" "tests.image") | quote }}
   imagePullPolicy: {{ .context.Values.tests.image.pullPolicy }}
   command:
     - /bin/kubectl

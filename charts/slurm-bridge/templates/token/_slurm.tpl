@@ -1,80 +1,74 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
-How this chart finds the Slurm cluster it talks to. The names the suite's slurm-cluster chart gives
-its objects are reproduced HERE ONLY, so aligning with a change there is a one-file edit:
+How this chart finds the Slurm cluster it talks to: from `sharedConfig.slurmRestApi` (upstream's key,
+default `http://slurm-restapi.slurm:6820`). The names a slurm-cluster release gives its objects are
+reproduced HERE ONLY, so aligning with a change there is a one-file edit:
 
-  slurm-cluster fullname  = fullnameOverride, else <release> if it contains "slurm-cluster",
-                            else "<release>-slurm-cluster" (63 characters at most)
-  Slinky object base      = fullname truncated to 30 characters      (slurm-cluster.base)
-  slurmrestd Service      = "<base>-restapi", port 6820               (slurm-cluster.restapi.serviceName)
-  jwt.key Secret          = "<fullname truncated to 52>-jwt-key",
-                            key "jwt.key"                              (slurm-cluster.jwtKeySecretName)
+  slurmrestd Service    = "<fullname>-restapi", port 6820     (upstream's slurm chart names)
+  JWT key Secret        = "<fullname>-auth-jwt", key "jwt.key"
 
-Defaults assume a slurm-cluster release with the same release name in the same namespace
-(`slurm.cluster.release` / `slurm.cluster.namespace` / `slurm.cluster.fullnameOverride` change that).
+A URL host that names a Service ("<service>", "<service>.<namespace>",
+"<service>.<namespace>.svc", "<service>.<namespace>.svc.cluster.local") gives slurm-cluster's
+namespace (a bare "<service>" is in this release's namespace); any other host (an IP address, an
+external name such as "slurm.example.com") is outside the cluster, as far as the chart can tell.
 */}}
 
 {{- /*
-Release name of the slurm-cluster release.
-Usage: {{ include "slurm-bridge.slurmCluster.release" . }}
+The slurmrestd Service named by sharedConfig.slurmRestApi, as YAML {name, namespace, port}; empty
+when the host is not a Service name (see above).
+Usage: {{ $svc := include "slurm-bridge.restapi.service" . | fromYaml }}
 */}}
-{{- define "slurm-bridge.slurmCluster.release" -}}
-{{- .Values.slurm.cluster.release | default .Release.Name }}
+{{- define "slurm-bridge.restapi.service" -}}
+{{- $url := urlParse .Values.sharedConfig.slurmRestApi }}
+{{- $host := regexReplaceAll ":[0-9]+$" $url.host "" }}
+{{- $port := regexFind "[0-9]+$" (regexFind ":[0-9]+$" $url.host) }}
+{{- if not $port }}{{- $port = ternary "443" "80" (eq $url.scheme "https") }}{{- end }}
+{{- $label := "[a-z0-9]([-a-z0-9]*[a-z0-9])?" }}
+{{- if regexMatch (printf "^%s$" $label) $host }}
+{{- if not (regexMatch "^[0-9]+$" $host) }}
+name: {{ $host | quote }}
+namespace: {{ include "slurm-bridge.namespace" . | quote }}
+port: {{ $port }}
+{{- end }}
+{{- else if regexMatch (printf "^%s\\.%s(\\.svc(\\.cluster\\.local)?)?$" $label $label) $host }}
+{{- $parts := splitList "." $host }}
+name: {{ index $parts 0 | quote }}
+namespace: {{ index $parts 1 | quote }}
+port: {{ $port }}
+{{- end }}
 {{- end }}
 
 {{- /*
-Namespace of the slurm-cluster release.
+Namespace of the slurm-cluster release: the slurmrestd Service's ("" when the URL is not a Service).
 Usage: {{ include "slurm-bridge.slurmCluster.namespace" . }}
 */}}
 {{- define "slurm-bridge.slurmCluster.namespace" -}}
-{{- .Values.slurm.cluster.namespace | default (include "slurm-bridge.namespace" .) }}
+{{- (include "slurm-bridge.restapi.service" . | fromYaml).namespace | default "" }}
 {{- end }}
 
 {{- /*
-Full name of the slurm-cluster release (mirrors slurm-cluster.fullname).
-Usage: {{ include "slurm-bridge.slurmCluster.fullname" . }}
-*/}}
-{{- define "slurm-bridge.slurmCluster.fullname" -}}
-{{- if .Values.slurm.cluster.fullnameOverride }}
-{{- .Values.slurm.cluster.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $release := include "slurm-bridge.slurmCluster.release" . }}
-{{- if contains "slurm-cluster" $release }}
-{{- $release | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-slurm-cluster" $release | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
-slurmrestd URL: slurm.restapi.url, else http://<base>-restapi.<namespace>:<port>.
-Usage: {{ include "slurm-bridge.slurmRestApi" . }}
-*/}}
-{{- define "slurm-bridge.slurmRestApi" -}}
-{{- if .Values.slurm.restapi.url }}
-{{- .Values.slurm.restapi.url }}
-{{- else }}
-{{- $base := include "slurm-bridge.slurmCluster.fullname" . | trunc 30 | trimSuffix "-" }}
-{{- printf "http://%s-restapi.%s:%d" $base (include "slurm-bridge.slurmCluster.namespace" .) (int .Values.slurm.restapi.port) }}
-{{- end }}
-{{- end }}
-
-{{- /*
-Secret holding slurm-cluster's jwt.key that the Token signs with: slurm.jwt.token.jwtKeySecret,
-else slurm-cluster's "<fullname>-jwt-key".
+Secret holding slurm-cluster's JWT key that the Token signs with: token.jwtKeySecretRef.name, else
+"<fullname>-auth-jwt" for the slurmrestd Service "<fullname>-restapi" in this release's namespace,
+else "" (the Token cannot be rendered).
 Usage: {{ include "slurm-bridge.slurmCluster.jwtKeySecret" . }}
 */}}
 {{- define "slurm-bridge.slurmCluster.jwtKeySecret" -}}
-{{- .Values.slurm.jwt.token.jwtKeySecret | default (printf "%s-jwt-key" (include "slurm-bridge.slurmCluster.fullname" . | trunc 52 | trimSuffix "-")) }}
+{{- if .Values.token.jwtKeySecretRef.name }}
+{{- .Values.token.jwtKeySecretRef.name }}
+{{- else }}
+{{- $svc := include "slurm-bridge.restapi.service" . | fromYaml }}
+{{- if and $svc.name (hasSuffix "-restapi" $svc.name) (eq $svc.namespace (include "slurm-bridge.namespace" .)) }}
+{{- printf "%s-auth-jwt" (trimSuffix "-restapi" $svc.name) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- /*
-Whether this chart renders the Token (no existing JWT Secret was given).
+Whether this chart renders the Token: token.create, and a JWT key Secret it can read (above).
 Usage: {{ if include "slurm-bridge.token.enabled" . }}
 */}}
 {{- define "slurm-bridge.token.enabled" -}}
-{{- if not .Values.slurm.jwt.existingSecret }}true{{ end }}
+{{- if and .Values.token.create (include "slurm-bridge.slurmCluster.jwtKeySecret" .) }}true{{ end }}
 {{- end }}
 
 {{- /*
@@ -87,17 +81,12 @@ Usage: {{ include "slurm-bridge.token.name" . }}
 {{- end }}
 
 {{- /*
-Secret the scheduler and controllers read the JWT from: slurm.jwt.existingSecret, else the
-Secret the Token writes (slurm.jwt.token.secretName, default "slurm-bridge-token": upstream's
-sharedConfig.slurmJwtSecret default, so an upgraded upstream release reads the Secret it had).
+Secret the scheduler and controllers read the JWT from (key "auth-token"), upstream's
+sharedConfig.slurmJwtSecret; the Token writes it.
 Usage: {{ include "slurm-bridge.jwtSecretName" . }}
 */}}
 {{- define "slurm-bridge.jwtSecretName" -}}
-{{- if .Values.slurm.jwt.existingSecret }}
-{{- .Values.slurm.jwt.existingSecret }}
-{{- else }}
-{{- .Values.slurm.jwt.token.secretName | default "slurm-bridge-token" }}
-{{- end }}
+{{- .Values.sharedConfig.slurmJwtSecret }}
 {{- end }}
 
 {{- /*
@@ -109,22 +98,25 @@ Usage: {{- include "slurm-bridge.jwtEnv" . | nindent 12 }}
   valueFrom:
     secretKeyRef:
       name: {{ include "slurm-bridge.jwtSecretName" . | quote }}
-      key: {{ .Values.slurm.jwt.key | quote }}
+      key: auth-token
 {{- end }}
 
 {{- /*
 config.yaml shared by the scheduler plugin, the admission webhook and the controllers
-(fields of internal/config.Config at v1.2.1). manageAllNamespaces, then a managedNamespaceSelector,
-win over the list; either selector excludes the protected namespaces.
+(fields of internal/config.Config at v1.2.1). admission.manageAllNamespaces, then
+admission.managedNamespaceSelector, win over admission.managedNamespaces; either selector excludes
+the protected namespaces.
 Usage: {{ include "slurm-bridge.configYaml" . }}
 */}}
 {{- define "slurm-bridge.configYaml" -}}
-{{- $cfg := dict "schedulerName" (include "slurm-bridge.schedulerName" .) "slurmRestApi" (include "slurm-bridge.slurmRestApi" .) "mcsLabel" .Values.slurm.mcsLabel "partition" .Values.slurm.partition }}
-{{- if or .Values.manageAllNamespaces .Values.managedNamespaceSelector }}
-{{- $selector := .Values.managedNamespaceSelector | default (dict) }}
+{{- $a := .Values.admission }}
+{{- $sc := .Values.schedulerConfig }}
+{{- $cfg := dict "schedulerName" (include "slurm-bridge.schedulerName" .) "slurmRestApi" .Values.sharedConfig.slurmRestApi "mcsLabel" $sc.mcsLabel "partition" $sc.partition }}
+{{- if or $a.manageAllNamespaces $a.managedNamespaceSelector }}
+{{- $selector := $a.managedNamespaceSelector | default (dict) }}
 {{- $_ := set $cfg "managedNamespaceSelector" (include "slurm-bridge.excludeProtected" (dict "context" . "selector" $selector) | fromYaml) }}
 {{- else }}
-{{- $_ := set $cfg "managedNamespaces" (.Values.managedNamespaces | default list | uniq) }}
+{{- $_ := set $cfg "managedNamespaces" ($a.managedNamespaces | default list | uniq) }}
 {{- end }}
 {{- toYaml $cfg }}
 {{- end }}

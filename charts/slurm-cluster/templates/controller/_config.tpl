@@ -90,7 +90,8 @@ Usage: {{ include "slurm-cluster.origin" (dict "context" $ "collection" "nodeset
 {{- end }}
 
 {{- /*
-NodeSets merged over nodesetDefaults, as YAML (name -> values, enabled ones only).
+NodeSets merged over nodesetDefaults, as YAML (name -> values, enabled ones only), with the
+vendor.google.a3mega settings of the NodeSets it targets.
 Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
 */}}
 {{- define "slurm-cluster.nodesets" -}}
@@ -102,6 +103,7 @@ Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
 {{- $_ := set $ns "partition" (deepCopy $.Values.nodesetDefaults.partition) }}
 {{- end }}
 {{- if $ns.enabled }}
+{{- $ns = include "slurm-cluster.a3mega.nodeset" (dict "context" $ "name" $name "ns" $ns) | fromYaml }}
 {{- $_ := set $out $name $ns }}
 {{- end }}
 {{- end }}
@@ -182,12 +184,21 @@ Usage: {{ include "slurm-cluster.gpuVendors" . }}
 {{- end }}
 
 {{- /*
-The slurmd --conf line of a merged NodeSet: the GPU Gres (first) and slurmdConf, space-separated.
+The slurmd --conf line of a merged NodeSet, upstream's `extraConf` (a raw line, wins) or
+`extraConfMap` (space-separated `Key=Value`), with the GPU Gres of `gpu` first (merged into the
+map's `Gres`; before a raw line that names no `Gres=`).
 Usage: {{ include "slurm-cluster.nodeset.extraConf" $nodeset }}
 */}}
 {{- define "slurm-cluster.nodeset.extraConf" -}}
-{{- $conf := deepCopy (.slurmdConf | default dict) }}
 {{- $gpu := include "slurm-cluster.nodeset.gpu" . | fromYaml }}
+{{- if .extraConf }}
+{{- $line := .extraConf | toString | trim }}
+{{- if and $gpu.gres (not (regexMatch "(^|\\s)Gres=" $line)) }}
+{{- $line = printf "Gres=%s %s" $gpu.gres $line }}
+{{- end }}
+{{- $line }}
+{{- else }}
+{{- $conf := deepCopy (.extraConfMap | default dict) }}
 {{- if $gpu.gres }}
 {{- $gres := list $gpu.gres }}
 {{- with (get $conf "Gres") }}
@@ -196,6 +207,7 @@ Usage: {{ include "slurm-cluster.nodeset.extraConf" $nodeset }}
 {{- $_ := set $conf "Gres" $gres }}
 {{- end }}
 {{- include "slurm-cluster.confMap" (dict "map" $conf "sep" " ") }}
+{{- end }}
 {{- end }}
 
 {{- /*
