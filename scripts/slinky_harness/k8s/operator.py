@@ -30,7 +30,7 @@ from slinky_harness.k8s.accounts import service_account_kubeconfig
 from slinky_harness.slurm.conf import HARNESS_KEYS, FileSource
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
     from slinky_harness.k8s.cluster import Cluster
@@ -350,12 +350,18 @@ def wait_port(port: int, running: Manager, timeout: float = 30) -> None:
         raise failed() from None
 
 
+SERVED_TIMEOUT = 10
+"""``timeoutSeconds`` of a webhook that a real server answers (slurm-operator's default)."""
+
+
 def point_webhooks_at(
     cluster: Cluster, manifest: Sequence[dict[str, Any]], port: int, ca: bytes
 ) -> None:
     """Point every webhook configuration of ``manifest`` at ``https://127.0.0.1:<port><path>``
     with ``ca`` as its caBundle. Validating webhooks get ``failurePolicy: Fail`` (the charts'
-    default), so a denial is a denial."""
+    default), so a denial is a denial, and every webhook the chart's default timeout
+    (:data:`SERVED_TIMEOUT`): a release made for kwok's unreachable pods has 1 s, which a busy
+    machine's webhook server overran."""
     bundle = base64.b64encode(ca).decode()
     for obj in manifest:
         if obj.get("kind") not in (
@@ -363,7 +369,7 @@ def point_webhooks_at(
             "MutatingWebhookConfiguration",
         ):
             continue
-        patch = []
+        patch: list[dict[str, Any]] = []
         for index, hook in enumerate(obj["webhooks"]):
             path = hook["clientConfig"]["service"].get("path", "/")
             patch.append({"op": "replace", "path": f"/webhooks/{index}/clientConfig",
@@ -371,8 +377,42 @@ def point_webhooks_at(
             if obj["kind"] == "ValidatingWebhookConfiguration":
                 patch.append({"op": "replace", "path": f"/webhooks/{index}/failurePolicy",
                               "value": "Fail"})  # fmt: skip
+            patch.append({"op": "add", "path": f"/webhooks/{index}/timeoutSeconds",
+                          "value": SERVED_TIMEOUT})  # fmt: skip
         cluster.kubectl("patch", obj["kind"].lower(), obj["metadata"]["name"],
                         "--type=json", "-p", json.dumps(patch))  # fmt: skip
+
+
+def restore_webhooks(cluster: Cluster, manifest: Sequence[dict[str, Any]]) -> None:
+    """Undo :func:`point_webhooks_at`: every webhook configuration of ``manifest`` that still
+    exists gets the release's own ``clientConfig``, ``failurePolicy`` and ``timeoutSeconds`` back, so that a later
+    ``helm upgrade`` (server-side apply, which leaves the ``url`` another manager set) finds them
+    as the release made them."""
+    for obj in manifest:
+        if obj.get("kind") not in (
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ):
+            continue
+        kind, name = obj["kind"].lower(), obj["metadata"]["name"]
+        if not cluster.kubectl("get", kind, name, "--ignore-not-found", "-o", "name").strip():
+            continue
+        live = cluster.kubectl_json("get", kind, name)
+        patch = []
+        for index, hook in enumerate(obj["webhooks"]):
+            own = {**hook["clientConfig"]}
+            bundle = live["webhooks"][index]["clientConfig"].get("caBundle")
+            if bundle and "caBundle" not in own:  # injected by cert-manager or the chart's hook
+                own["caBundle"] = bundle
+            patch.append({"op": "replace", "path": f"/webhooks/{index}/clientConfig",
+                          "value": own})  # fmt: skip
+            if "failurePolicy" in hook:
+                patch.append({"op": "replace", "path": f"/webhooks/{index}/failurePolicy",
+                              "value": hook["failurePolicy"]})  # fmt: skip
+            if "timeoutSeconds" in hook:
+                patch.append({"op": "add", "path": f"/webhooks/{index}/timeoutSeconds",
+                              "value": hook["timeoutSeconds"]})  # fmt: skip
+        cluster.kubectl("patch", kind, name, "--type=json", "-p", json.dumps(patch))
 
 
 @contextlib.contextmanager
@@ -380,7 +420,8 @@ def run_webhook_for_release(
     cluster: Cluster, manifest: Sequence[dict[str, Any]], workdir: Path
 ) -> Iterator[Manager]:
     """Run the operator's webhook server as the release's webhook Deployment would, and point the
-    release's webhook configurations at it (:func:`point_webhooks_at`)."""
+    release's webhook configurations at it (:func:`point_webhooks_at`) until the server stops
+    (:func:`restore_webhooks`)."""
     deployment = release_deployment(manifest, flag="--server-addr", what="webhook")
     kubeconfig = deployment_identity(cluster, deployment, workdir)
     port = ports.allocate_one()
@@ -398,7 +439,10 @@ def run_webhook_for_release(
     ) as server:
         wait_port(port, server)
         point_webhooks_at(cluster, manifest, port, ca)
-        yield server
+        try:
+            yield server
+        finally:
+            restore_webhooks(cluster, manifest)
 
 
 # -- the operator's slurm.conf in the harness's slurmctld ----------------------------------------
@@ -438,21 +482,43 @@ def slurmctld_files(
 ) -> dict[str, FileSource]:
     """What the slurmctld pod would see in /etc/slurm: the operator's slurm.conf (localised),
     the Controller's config files and slurmctld prolog/epilog scripts, and its key Secrets."""
+
+    def configmap(name: str) -> dict[str, str]:
+        data: dict[str, str] = cluster.kubectl_json("get", "configmap", name, "-n", namespace)[
+            "data"
+        ]
+        return data
+
+    def secret(name: str, key: str) -> bytes:
+        return secret_value(cluster, namespace, name, key)
+
+    return controller_files(controller_spec, slurm_conf, configmap, secret)
+
+
+def controller_files(
+    controller_spec: dict[str, Any],
+    slurm_conf: str,
+    configmap: Callable[[str], dict[str, str]],
+    secret: Callable[[str, str], bytes | None],
+) -> dict[str, FileSource]:
+    """:func:`slurmctld_files` with the ConfigMaps' data (by name) and the Secrets' values (by
+    name and key) read by ``configmap`` and ``secret``: from a cluster, or from a render."""
     files: dict[str, FileSource] = {}
-    refs = [
-        *controller_spec.get("configFileRefs", []),
-        *controller_spec.get("prologSlurmctldScriptRefs", []),
-        *controller_spec.get("epilogSlurmctldScriptRefs", []),
+    refs = [  # upstream's chart writes null for a list it leaves empty
+        *(controller_spec.get("configFileRefs") or []),
+        *(controller_spec.get("prologSlurmctldScriptRefs") or []),
+        *(controller_spec.get("epilogSlurmctldScriptRefs") or []),
     ]
     for ref in refs:
-        files.update(cluster.kubectl_json("get", "configmap", ref["name"], "-n", namespace)["data"])
+        files.update(configmap(ref["name"]))
     keys = {
         "slurm.key": controller_spec.get("slurmKeyRef"),
         "jwt.key": controller_spec.get("jwtKeyRef") or controller_spec.get("jwtHs256KeyRef"),
     }
     for file_name, ref in keys.items():
-        if ref:
-            files[file_name] = secret_value(cluster, namespace, ref["name"], ref["key"])
+        value = secret(ref["name"], ref["key"]) if ref else None
+        if value is not None:
+            files[file_name] = value
     files["slurm.conf"] = localize(slurm_conf)
     gres = files.get("gres.conf")
     if isinstance(gres, str):
