@@ -1,0 +1,629 @@
+"""Conformance, static phase: what can be proven from the values and the render alone.
+
+Steps, in order (each finding names the values path in the user's terms):
+
+* ``schema``: each installed chart's merged values against its ``values.schema.json`` (with the
+  draft the schema declares), and the umbrella's own schema; for an umbrella, ``helm lint`` of the
+  built umbrella as well, so that Helm's own schema check agrees.
+* ``render-helm4`` / ``render-helm3``: ``helm template`` with the pinned Helm 4 and Helm 3; a
+  chart's refusal (its ``validate.yaml`` list, a ``fail``, a schema error) is mapped to the values
+  path it names. Helm 4's documents are what the later steps read.
+* ``openapi``: built-in kinds against the Kubernetes OpenAPI schemas of ``--kube-version``;
+  ``crds``: custom resources against the CRDs (Slinky's with their CEL rules, cert-manager,
+  Prometheus Operator, KEDA).
+* ``invariants``: the render invariants every tier checks (:mod:`slinky_harness.k8s.manifests`).
+* ``pod-security``: the Pod Security level each namespace needs for its pods, and the label to
+  set; it fails only when a namespace the render makes enforces a lower level.
+* ``rbac``: what each ServiceAccount may do; a wildcard grant fails.
+* ``references``: partitions naming unknown or disabled NodeSets, an inline topology placing a
+  node in two blocks (or under two leaf switches), and Secrets the render refers to but never
+  makes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+from jsonschema.exceptions import best_match
+
+from slinky_harness.apps.conformance.context import Context, Outcome, Skipped, Step, StepFailed
+from slinky_harness.apps.conformance.report import Finding
+from slinky_harness.apps.conformance.target import format_path
+from slinky_harness.helm import charts as chart_index
+from slinky_harness.helm import client as helm_client
+from slinky_harness.k8s import manifests, podsecurity, rbac, references
+from slinky_harness.k8s import schemas as kubeschema
+from slinky_topology.errors import TopologyError
+from slinky_topology.parse import parse_topology_yaml
+from slinky_topology.validate import validate_doc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from slinky_harness.apps.conformance.target import Target
+
+PHASE = "static"
+CLUSTER = "slurm-cluster"
+
+# -- schema --------------------------------------------------------------------------------------
+
+
+def _unknown_key_fix(schema: dict[str, Any], key: str) -> str:
+    allowed = sorted(schema.get("properties") or {})
+    near = difflib.get_close_matches(key, allowed, n=1) if key else []
+    if near:
+        return f"did you mean {near[0]}? Remove the key or correct its spelling"
+    shown = ", ".join(allowed[:12]) + (", ..." if len(allowed) > 12 else "")
+    return f"remove the key or correct its spelling (keys here: {shown or 'none'})"
+
+
+def _schema_fix(error: jsonschema.ValidationError, key: str = "") -> str:
+    """What to change a value to, from the schema keyword that refused it."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    keyword = str(error.validator)
+    value: Any = error.validator_value
+    fixes: dict[str, Callable[[], str]] = {
+        "enum": lambda: f"use one of {', '.join(json.dumps(v) for v in value)}",
+        "type": lambda: f"give a value of type {value}",
+        "pattern": lambda: f"give a value matching {value}",
+        "required": lambda: "add the missing key",
+        "additionalProperties": lambda: _unknown_key_fix(schema, key),
+    }
+    if keyword in fixes:
+        return fixes[keyword]()
+    return f"change it to meet the chart's values.schema.json ({keyword}: {json.dumps(value)[:80]})"
+
+
+def _extra_keys(error: jsonschema.ValidationError) -> list[str]:
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return []
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    known = set(schema.get("properties") or {})
+    patterns = [re.compile(p) for p in schema.get("patternProperties") or {}]
+    return [k for k in error.instance if k not in known and not any(p.search(k) for p in patterns)]
+
+
+def schema_findings(
+    schema: dict[str, Any], values: dict[str, Any], prefix: tuple[str, ...] = ()
+) -> list[Finding]:
+    """Every error of ``values`` against ``schema`` (its declared draft), at its values path."""
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    findings = []
+    for error in sorted(validator.iter_errors(values), key=lambda e: list(map(str, e.path))):
+        shown = best_match(error.context) if error.context else error
+        parts = (*prefix, *shown.absolute_path)
+        extra = _extra_keys(shown)
+        if extra:
+            for key in extra:
+                findings.append(
+                    Finding(format_path((*parts, key)), "unknown key", _schema_fix(shown, key))
+                )
+            continue
+        findings.append(Finding(format_path(parts), shown.message, _schema_fix(shown)))
+    return findings
+
+
+def _umbrella_schema(target: Target) -> list[Finding]:
+    path = target.path / "values.schema.json"
+    if target.kind != "umbrella" or not path.is_file():
+        return []
+    values = {k: v for k, v in target.values.items()}
+    return schema_findings(json.loads(path.read_text()), values)
+
+
+def _helm_lint(ctx: Context) -> tuple[list[Finding], str]:
+    """Helm's own schema check of the built umbrella with the user's files."""
+    chart = ctx.target.chart_dir(ctx.work)
+    args = ["lint", str(chart), "--strict", "--kube-version", ctx.kube_version]
+    result = helm_client.run([*args, *ctx.target.values_args()])
+    if result.ok:
+        return [], "helm lint passed"
+    text = f"{result.stdout}\n{result.stderr}"
+    return helm_findings(ctx.target, text) or [
+        Finding("", f"helm lint failed: {_tail(text)}", "fix what Helm reports")
+    ], "helm lint failed"
+
+
+def check_schema(ctx: Context) -> Outcome:
+    findings = _umbrella_schema(ctx.target)
+    checked = []
+    for chart in ctx.target.charts():
+        schema_path = chart_index.CHARTS_DIR / chart / "values.schema.json"
+        if not schema_path.is_file():
+            continue
+        schema = json.loads(schema_path.read_text())
+        prefix = (chart,) if ctx.target.kind == "umbrella" else ()
+        findings += schema_findings(schema, ctx.target.chart_values(chart), prefix)
+        checked.append(chart)
+    details = []
+    if ctx.target.kind == "umbrella":
+        lint, said = _helm_lint(ctx)
+        details.append(said)
+        if lint and not findings:
+            findings = lint  # Helm refuses what the schemas passed: report Helm's words
+        elif findings and lint:
+            details[-1] = "helm lint agrees: it refuses these values too"
+        elif findings and not lint:
+            details.append("Helm's lint passed values the schemas refuse: report this as a bug")
+    return Outcome(
+        f"values of {', '.join(checked) or 'no chart'} checked against their values.schema.json",
+        _unique(findings),
+        details,
+    )
+
+
+# -- render ---------------------------------------------------------------------------------------
+
+_AGGREGATE = re.compile(r"(?P<chart>[a-z0-9-]+): invalid values \(\d+\):\n(?P<body>(?:  - .*\n?)+)")
+_SCHEMA_LINE = re.compile(r"^ *- at '(?P<where>[^']*)': (?P<text>.*)$", re.M)
+_EXECUTION_ERROR = re.compile(
+    r"execution error at \((?:[^()]*/)?(?P<chart>[a-z0-9-]+)/templates/[^()]*\): (?P<text>.*)", re.S
+)
+_PATH_TOKEN = re.compile(r"`?([A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+|\[[^\]\s]+\])+)")
+
+
+def _tail(text: str, lines: int = 6) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])
+
+
+def _value_path(target: Target, chart: str | None, message: str) -> str:
+    """The first values path ``message`` names (in the user's terms), or ""."""
+    if chart is None:
+        return ""
+    top = set(target.chart_values(chart)) | {"global"}
+    for match in _PATH_TOKEN.finditer(message):
+        token = match.group(1).rstrip(".")
+        head = re.split(r"[.\[]", token, maxsplit=1)[0]
+        if head == chart and target.kind == "umbrella":
+            return token
+        if head in top:
+            return f"{chart}.{token}" if target.kind == "umbrella" else token
+    return ""
+
+
+def _split(message: str) -> tuple[str, str]:
+    """A chart message as (what is wrong, what to do): the first sentence, then the rest."""
+    head, dot, rest = message.partition(". ")
+    if dot and rest:
+        return head, rest
+    return message, "change the value as the message says"
+
+
+def _pointer_path(target: Target, chart: str, pointer: str) -> str:
+    """A schema error's JSON pointer in ``chart``'s values as a values path of the user's."""
+    parts: list[str | int] = [
+        int(p) if p.isdigit() else p.replace("~1", "/").replace("~0", "~")
+        for p in pointer.strip("/").split("/")
+        if p
+    ]
+    return target.path_of(chart, *parts) if chart in target.charts() else format_path(parts)
+
+
+_SCHEMA_CHART = re.compile(r"^(?P<chart>[a-z0-9][a-z0-9-]*):$")
+
+
+def schema_error_findings(target: Target, text: str) -> list[Finding]:
+    """Helm's schema errors (a ``<chart>:`` line, then ``- at '<pointer>': <text>`` lines, nested
+    under a parent that only says the child failed), the innermost of each."""
+    found: list[tuple[str, str, str]] = []
+    chart = target.chart_name
+    for line in text.splitlines():
+        header = _SCHEMA_CHART.match(line.strip())
+        if header:
+            chart = header["chart"]
+            continue
+        error = _SCHEMA_LINE.match(line)
+        if error:
+            found.append((chart, error["where"], error["text"]))
+    innermost = [
+        (c, w, t)
+        for c, w, t in found
+        if not any(c2 == c and w2.startswith(w + "/") for c2, w2, _ in found)
+    ]
+    return [
+        Finding(_pointer_path(target, c, w), t, "change it to meet the chart's values.schema.json")
+        for c, w, t in innermost
+    ]
+
+
+def helm_findings(target: Target, text: str) -> list[Finding]:
+    """Findings from Helm's error text: validate.yaml lists, schema errors, ``fail`` messages."""
+    findings = []
+    for block in _AGGREGATE.finditer(text):
+        chart = block["chart"] if block["chart"] in target.charts() else None
+        for line in block["body"].splitlines():
+            message = line.removeprefix("  - ").strip()
+            problem, fix = _split(message)
+            findings.append(Finding(_value_path(target, chart, message), problem, fix))
+    findings += schema_error_findings(target, text)
+    failed = _EXECUTION_ERROR.search(text)
+    if not findings and failed:
+        chart = failed["chart"] if failed["chart"] in target.charts() else None
+        message = failed["text"].strip().split("\n\nUse --debug")[0]
+        problem, fix = _split(message)
+        findings.append(Finding(_value_path(target, chart, message), problem, fix))
+    return findings
+
+
+def _render(ctx: Context, binary: str) -> helm_client.HelmResult:
+    chart = ctx.target.chart_dir(ctx.work, binary)
+    args = [
+        "template", ctx.target.release, str(chart), "--namespace", ctx.target.namespace,
+        "--kube-version", ctx.kube_version,
+    ]  # fmt: skip
+    for api in helm_client.EXTRA_API_VERSIONS:
+        args += ["--api-versions", api]
+    return helm_client.run([*args, *ctx.target.values_args()], helm=binary)
+
+
+def _render_outcome(ctx: Context, binary: str, label: str) -> tuple[Outcome, list[dict[str, Any]]]:
+    result = _render(ctx, binary)
+    if not result.ok:
+        findings = helm_findings(ctx.target, result.stderr) or [
+            Finding(
+                "", f"{label} refused the values: {_tail(result.stderr)}", "fix what Helm reports"
+            )
+        ]
+        return Outcome(f"{label} could not render the values", findings), []
+    try:
+        docs = helm_client.parse_documents(result.stdout)
+    except Exception as exc:  # yaml.YAMLError and the strict loader's errors
+        finding = Finding("", f"{label} rendered invalid YAML: {exc}", "fix the value it came from")
+        return Outcome(f"{label} rendered invalid YAML", [finding]), []
+    kinds: dict[str, int] = defaultdict(int)
+    for doc in docs:
+        kinds[str(doc.get("kind"))] += 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return Outcome(f"{label} renders {len(docs)} objects", [], [summary]), docs
+
+
+def check_render_helm4(ctx: Context) -> Outcome:
+    outcome, docs = _render_outcome(ctx, "helm", "Helm 4")
+    ctx.rendered = docs
+    return outcome
+
+
+def check_render_helm3(ctx: Context) -> Outcome:
+    outcome, docs = _render_outcome(ctx, "helm3", "Helm 3")
+    if docs and ctx.rendered and _keys(docs) != _keys(ctx.rendered):
+        only3 = sorted(_keys(docs) - _keys(ctx.rendered))
+        only4 = sorted(_keys(ctx.rendered) - _keys(docs))
+        problem = f"Helm 3 and Helm 4 render different objects (only Helm 3: {only3}; only Helm 4: {only4})"
+        return Outcome(outcome.reason, [Finding("", problem, "report this as a chart bug")])
+    return outcome
+
+
+def _keys(docs: list[dict[str, Any]]) -> set[str]:
+    return {manifests.ident(d) for d in docs}
+
+
+# -- OpenAPI and CRD schemas ----------------------------------------------------------------------
+
+_PROBLEM = re.compile(r"^(?P<label>.*?\)): (?P<where>\.[^:]*|CEL): (?P<text>.*)$", re.S)
+
+
+def _doc_value(doc: dict[str, Any], where: str) -> Any:
+    node: Any = doc
+    for key in re.findall(r"\.([^.\[]+)|\[(\d+)\]", where):
+        name, index = key
+        try:
+            node = node[int(index)] if index else node[name]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _object_findings(ctx: Context, custom: bool) -> tuple[list[Finding], int]:
+    schemas = kubeschema.schema_set(ctx.kube_version)
+    findings = []
+    count = 0
+    for doc in ctx.rendered:
+        is_custom = (str(doc.get("apiVersion")), str(doc.get("kind"))) in schemas.crds
+        if is_custom != custom:
+            continue
+        count += 1
+        for problem in schemas.validate(doc):
+            match = _PROBLEM.match(problem)
+            value = _doc_value(doc, match["where"]) if match and match["where"] != "CEL" else None
+            paths = list(ctx.target.where(value)) if isinstance(value, str) and value else []
+            if len(paths) == 1:
+                fix = f"change {paths[0]} to a value this field accepts"
+            elif paths:
+                fix = f"change the value that renders this field (one of {', '.join(paths)})"
+            else:
+                fix = "change the value that renders this field, or report it as a chart bug"
+            findings.append(Finding(paths[0] if len(paths) == 1 else "", problem, fix))
+    return findings, count
+
+
+def check_openapi(ctx: Context) -> Outcome:
+    findings, count = _object_findings(ctx, custom=False)
+    return Outcome(
+        f"{count} built-in objects valid for Kubernetes {ctx.kube_version} (strict OpenAPI)",
+        findings,
+    )
+
+
+def check_crds(ctx: Context) -> Outcome:
+    findings, count = _object_findings(ctx, custom=True)
+    if not count:
+        raise Skipped("the render holds no custom resources")
+    return Outcome(f"{count} custom resources valid against their CRDs", findings)
+
+
+# -- invariants -----------------------------------------------------------------------------------
+
+
+def check_invariants(ctx: Context) -> Outcome:
+    values = ctx.target.values
+    registry = str((values.get("global") or {}).get("imageRegistry") or "") or None
+    problems = manifests.all_invariants(
+        ctx.rendered, namespace=ctx.target.namespace, values=values, registry=registry
+    )
+    if ctx.notes:
+        problems += manifests.check_notes(ctx.notes, ctx.rendered)
+    findings = [
+        Finding("", p, "change the value that renders it, or report a chart bug") for p in problems
+    ]
+    return Outcome(f"the render invariants hold for {len(ctx.rendered)} objects", findings)
+
+
+# -- Pod Security ---------------------------------------------------------------------------------
+
+
+def _namespace_labels(docs: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        str(d["metadata"]["name"]): str(labels[podsecurity.ENFORCE_LABEL])
+        for d in docs
+        if d.get("kind") == "Namespace"
+        and podsecurity.ENFORCE_LABEL in (labels := (d.get("metadata") or {}).get("labels") or {})
+    }
+
+
+def check_pod_security(ctx: Context) -> Outcome:
+    needed: dict[str, list[tuple[str, podsecurity.Verdict]]] = defaultdict(list)
+    for doc, spec in podsecurity.workload_pods(ctx.rendered):
+        namespace = str((doc.get("metadata") or {}).get("namespace") or ctx.target.namespace)
+        needed[namespace].append((manifests.ident(doc), podsecurity.level(spec)))
+    enforced = _namespace_labels(ctx.rendered)
+    details, findings = [], []
+    for namespace, pods in sorted(needed.items()):
+        top = max((v.level for _, v in pods), key=podsecurity.rank)
+        why = [f"{who}: {v.reasons[0]}" for who, v in pods if v.level == top and v.reasons]
+        details.append(
+            f"namespace {namespace}: {top}"
+            + (f" ({'; '.join(why[:4])}{', ...' if len(why) > 4 else ''})" if why else "")
+            + f" -> label it {podsecurity.ENFORCE_LABEL}={top}"
+        )
+        label = enforced.get(namespace)
+        if label is not None and podsecurity.rank(top) > podsecurity.rank(label):
+            paths = [p for p in ctx.target.where(label) if podsecurity.ENFORCE_LABEL in p]
+            findings.append(
+                Finding(
+                    paths[0] if paths else "",
+                    f"namespace {namespace} enforces Pod Security {label!r} but its pods need {top!r}",
+                    f"set {podsecurity.ENFORCE_LABEL}={top} on namespace {namespace}",
+                )
+            )
+    if not needed:
+        return Outcome("the render makes no pods", findings, details)
+    return Outcome("Pod Security level per namespace (see details)", findings, details)
+
+
+# -- RBAC -----------------------------------------------------------------------------------------
+
+
+_RBAC_KEYS = re.compile(r"rules|verbs|resources|apiGroups")
+
+
+def check_rbac(ctx: Context) -> Outcome:
+    grants, notes = rbac.grants(ctx.rendered, ctx.target.namespace)
+    by_account: dict[str, list[rbac.Grant]] = defaultdict(list)
+    for grant in grants:
+        by_account[grant.account].append(grant)
+    details, findings = [], []
+    for account, mine in sorted(by_account.items()):
+        details.append(f"ServiceAccount {account}:")
+        for scope in sorted({g.scope for g in mine}, key=lambda s: (s != "cluster", s)):
+            what = "; ".join(g.what() for g in mine if g.scope == scope)
+            where = "cluster-wide" if scope == "cluster" else f"in namespace {scope}"
+            details.append(f"  {where}: {what}")
+        secrets = sorted({g.scope for g in mine if rbac.secret_access(g)})
+        if secrets:
+            details.append(f"  ! Secrets access: {', '.join(secrets)}")
+        for grant in mine:
+            wild = rbac.wildcards(grant)
+            if wild:
+                paths = [p for p in ctx.target.where("*") if _RBAC_KEYS.search(p)]
+                findings.append(
+                    Finding(
+                        paths[0] if paths else "",
+                        f"{account} is granted wildcard {', '.join(wild)} ({grant.what()}, "
+                        f"{grant.scope}) by {grant.binding}",
+                        "list the verbs and resources the component needs instead of '*'",
+                    )
+                )
+    details += [f"note: {n}" for n in notes]
+    details += [f"unbound (for you to bind): {r}" for r in rbac.unbound_roles(ctx.rendered)]
+    return Outcome(
+        f"{len(by_account)} ServiceAccounts granted {len(grants)} rules", findings, details
+    )
+
+
+# -- references -----------------------------------------------------------------------------------
+
+
+def _cluster_values(target: Target) -> dict[str, Any] | None:
+    return target.chart_values(CLUSTER) if CLUSTER in target.charts() else None
+
+
+def _entries(collection: Any) -> list[tuple[str, dict[str, Any]]]:
+    """A ``name -> mapping`` collection of the values (partitions, NodeSets), sorted by name; what
+    is not a mapping counts as empty (the schema step reports it)."""
+    if not isinstance(collection, dict):
+        return []
+    return sorted((str(k), v if isinstance(v, dict) else {}) for k, v in collection.items())
+
+
+def enabled_nodesets(values: dict[str, Any]) -> list[str]:
+    """NodeSets slurm-cluster renders: ``nodesets`` entries over ``nodesetDefaults``, enabled."""
+    default = (values.get("nodesetDefaults") or {}).get("enabled", True)
+    return [
+        name for name, entry in _entries(values.get("nodesets")) if entry.get("enabled", default)
+    ]
+
+
+def partition_findings(target: Target, values: dict[str, Any]) -> list[Finding]:
+    """Partitions naming a NodeSet the values do not define or disable."""
+    known = enabled_nodesets(values)
+    defined = {name for name, _ in _entries(values.get("nodesets"))}
+    default = (values.get("partitionDefaults") or {}).get("enabled", True)
+    findings = []
+    for name, entry in _entries(values.get("partitions")):
+        if not entry.get("enabled", default):
+            continue
+        for index, nodeset in enumerate(entry.get("nodesets") or []):
+            if str(nodeset).upper() == "ALL" or nodeset in known:
+                continue
+            state = "disabled" if nodeset in defined else "not defined"
+            fix = f"name one of: {', '.join([*known, 'ALL'])}" + (
+                f"; or enable it ({target.path_of(CLUSTER, 'nodesets', str(nodeset), 'enabled')}: true)"
+                if nodeset in defined
+                else ""
+            )
+            findings.append(
+                Finding(
+                    target.path_of(CLUSTER, "partitions", name, "nodesets", index),
+                    f"partition {name} names NodeSet {nodeset!r}, which is {state}",
+                    fix,
+                )
+            )
+    return findings
+
+
+def topology_findings(target: Target, values: dict[str, Any]) -> list[Finding]:
+    """An inline topology.yaml that slinky-topology's validator refuses (a node in two blocks,
+    under two leaf switches, ...), and partitions naming a topology it does not declare."""
+    text = (values.get("topology") or {}).get("yaml") or ""
+    if not text.strip():
+        return []
+    at = target.path_of(CLUSTER, "topology", "yaml")
+    try:
+        doc = parse_topology_yaml(text, location=at)
+    except TopologyError as exc:
+        return [
+            Finding(at, f"not a valid topology.yaml: {exc}", "fix the YAML as the message says")
+        ]
+    findings = [
+        Finding(at, f"{f.subject}: {f.message}", f.fix or "fix the topology")
+        for f in validate_doc(doc, require_default=False)
+        if f.severity == "error" or "several leaf switches" in f.message
+    ]
+    names = {t.name for t in doc.topologies}
+    for name, entry in _entries(values.get("partitions")):
+        wanted = entry.get("topology")
+        if wanted and wanted not in names:
+            findings.append(
+                Finding(
+                    target.path_of(CLUSTER, "partitions", name, "topology"),
+                    f"names topology {wanted!r}, which {at} does not declare",
+                    f"name one of: {', '.join(sorted(names))}",
+                )
+            )
+    return findings
+
+
+def _secret_finding(target: Target, ref: references.Reference) -> Finding:
+    paths = list(target.where(ref.name))
+    path = paths[0] if paths else ""
+    empty = (
+        f"set {path} to a {ref.kind} the chart makes (e.g. leave it empty)"
+        if path
+        else ("give the values that make the chart create it")
+    )
+    return Finding(
+        path,
+        f"{ref.owner} refers to {ref.kind} {ref.name!r} ({ref.field}), which the values never create",
+        f"create {ref.kind} {ref.name} in namespace {ref.namespace} before installing (and give "
+        f"it to this check with --existing FILE), or {empty}",
+    )
+
+
+def secret_findings(
+    target: Target, docs: list[dict[str, Any]], existing: Sequence[dict[str, Any]] = ()
+) -> list[Finding]:
+    """Secrets (and key ConfigMaps) the render refers to but neither makes nor finds in
+    ``existing`` (the objects the user's cluster already has, ``--existing``)."""
+    made = references.made_secrets([*docs, *existing], target.namespace)
+    findings: list[Finding] = []
+    seen: set[tuple[str, str, str]] = set()
+    for ref in references.secret_refs(docs, target.namespace):
+        key = (ref.kind, ref.namespace, ref.name)
+        if key not in made and key not in seen:
+            seen.add(key)
+            findings.append(_secret_finding(target, ref))
+    return findings
+
+
+def check_references(ctx: Context) -> Outcome:
+    findings: list[Finding] = []
+    details: list[str] = []
+    checked = []
+    values = _cluster_values(ctx.target)
+    if values is not None:
+        findings += partition_findings(ctx.target, values)
+        findings += topology_findings(ctx.target, values)
+        checked.append("partitions and topology")
+    if ctx.rendered:
+        findings += secret_findings(ctx.target, ctx.rendered, ctx.existing)
+        checked.append("Secret references")
+    else:
+        details.append("Secret references not checked: the Helm 4 render did not pass")
+    if not checked:
+        raise Skipped("nothing to cross-check: no slurm-cluster values and no render")
+    what = " and ".join(checked)
+    if findings:
+        return Outcome(
+            f"{len(findings)} references do not resolve ({what} checked)", findings, details
+        )
+    return Outcome(f"{what} resolve", findings, details)
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    return list(dict.fromkeys(findings))
+
+
+def _wrap(check: Any) -> Any:
+    """``check`` with harness errors of its own tools turned into a step failure."""
+
+    def run(ctx: Context) -> Outcome:
+        try:
+            outcome: Outcome = check(ctx)
+        except (helm_client.HelmError, OSError, ValueError) as exc:
+            raise StepFailed(str(exc)) from exc
+        return outcome
+
+    return run
+
+
+def _steps() -> Iterator[Step]:
+    render = f"{PHASE}/render-helm4"
+    yield Step(PHASE, "schema", _wrap(check_schema))
+    yield Step(PHASE, "render-helm4", _wrap(check_render_helm4), (f"{PHASE}/schema",))
+    yield Step(PHASE, "render-helm3", _wrap(check_render_helm3), (f"{PHASE}/schema",))
+    yield Step(PHASE, "openapi", _wrap(check_openapi), (render,))
+    yield Step(PHASE, "crds", _wrap(check_crds), (render,))
+    yield Step(PHASE, "invariants", _wrap(check_invariants), (render,))
+    yield Step(PHASE, "pod-security", _wrap(check_pod_security), (render,))
+    yield Step(PHASE, "rbac", _wrap(check_rbac), (render,))
+    yield Step(PHASE, "references", _wrap(check_references))
+
+
+STEPS: tuple[Step, ...] = tuple(_steps())

@@ -1,0 +1,136 @@
+"""``nox -s conformance`` end to end, as a user runs it: the command passes for every ``values/``
+profile and the example umbrella's defaults, and fails, naming the right step and values path,
+for each broken values file of ``tests/data/conformance/broken/``.
+
+Each broken file says in its header what must be caught (``tests/conformance_cases.py``). Every
+run writes JUnit XML, read back here with junitparser, as a CI system reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+from junitparser import Failure, JUnitXml
+from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
+from tests.worker_summary import records
+
+from slinky_harness.core.paths import REPO_ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
+_SUMMARY: list[str] = records("cluster.summary")
+RUN_TIMEOUT = 900
+"""Seconds one run may take on a busy machine (warm: about a minute and a half)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    output: str
+    junit: JUnitXml
+
+    def cases(self) -> dict[str, object]:
+        return {case.name: case for suite in self.junit for case in suite}
+
+
+def conformance(tmp_path: Path, *args: str) -> Run:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    junit = tmp_path / "report.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "slinky_harness.apps.conformance", *args, "--junit", str(junit)],
+        cwd=REPO_ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    output = f"{proc.stdout}\n{proc.stderr}"
+    assert junit.is_file(), f"no JUnit XML written (exit {proc.returncode}):\n{output}"
+    xml = JUnitXml.fromfile(str(junit))
+    phases = ", ".join(f"{s.name.removeprefix('conformance.')} {s.time:.0f}s" for s in xml)
+    _SUMMARY.append(f"conformance {' '.join(args)}: exit {proc.returncode}; {phases}")
+    return Run(proc.returncode, output, xml)
+
+
+@pytest.mark.parametrize(
+    "profile", [None, *PROFILES], ids=["umbrella-defaults", *(p.stem for p in PROFILES)]
+)
+def test_every_profile_conforms(profile: Path | None, tmp_path: Path) -> None:
+    """A profile whose header asks for objects made before the install (a database password
+    Secret) names them in ``values/prerequisites/<profile>.yaml``, passed with ``--existing``."""
+    args = ["-f", str(profile)] if profile else []
+    existing = prerequisites(profile) if profile else None
+    if existing is not None:
+        args += ["--existing", str(existing)]
+    run = conformance(tmp_path, *args)
+    bad = {
+        name: [f"{type(r).__name__}: {r.message}" for r in case.result]  # type: ignore[attr-defined]
+        for name, case in run.cases().items()
+        if case.result  # type: ignore[attr-defined]
+    }
+    assert run.returncode == 0 and not bad, f"{bad}\n{run.output}"
+    phases = {suite.name for suite in run.junit}
+    assert phases == {"conformance.static", "conformance.live", "conformance.slurm"}, phases
+
+
+def test_every_broken_case_of_the_issue_has_a_file() -> None:
+    """Issue 17, item 3: one broken values file per way of being wrong."""
+    assert {p.stem for p in BROKEN} >= {
+        "nodeset-selector-matches-no-node",
+        "gpu-count-above-every-node",
+        "partition-unknown-nodeset",
+        "topology-node-in-two-blocks",
+        "option-slurmctld-refuses",
+        "accounting-host-does-not-resolve",
+        "secret-never-created",
+    }
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=[p.stem for p in BROKEN])
+def test_a_broken_values_file_fails_naming_the_values_path(broken: Path, tmp_path: Path) -> None:
+    expected = expectations(broken)
+    run = conformance(tmp_path, "-f", str(broken), *expected.args)
+    assert run.returncode == 1, run.output
+    cases = run.cases()
+    for step in expected.steps:
+        assert step in cases, f"{step} not in the report: {sorted(cases)}\n{run.output}"
+        results = cases[step].result  # type: ignore[attr-defined]
+        failures = [r for r in results if isinstance(r, Failure)]
+        assert failures, f"{step} did not fail: {results}\n{run.output}"
+        text = "\n".join(f"{f.message}\n{f.text}" for f in failures)
+        for path in expected.paths:
+            assert f"{path}: " in text, f"{step} does not name {path}:\n{text}"
+    # ... and the terminal report says the same
+    for path in expected.paths:
+        assert f"- {path}: " in run.output, run.output
+
+
+EXAMPLE = REPO_ROOT / "examples" / "conformance"
+EXAMPLE_ARGS = (
+    "-f", str(EXAMPLE / "values.yaml"),
+    "--nodes", str(EXAMPLE / "nodes.json"),
+    "--existing", str(EXAMPLE / "existing.yaml"),
+)  # fmt: skip
+
+
+def test_the_worked_example_conforms_and_refuses_its_change(tmp_path: Path) -> None:
+    """examples/conformance/README.md's two commands: the team's values conform on their Nodes;
+    with more-gpus.yaml on top, live/placement fails at the GPU count, as the README shows."""
+    ok = conformance(tmp_path / "ok", *EXAMPLE_ARGS)
+    assert ok.returncode == 0, ok.output
+    changed = conformance(
+        tmp_path / "changed", *EXAMPLE_ARGS, "-f", str(EXAMPLE / "more-gpus.yaml")
+    )
+    assert changed.returncode == 1, changed.output
+    [failure] = [
+        r
+        for r in changed.cases()["live/placement"].result  # type: ignore[attr-defined]
+        if isinstance(r, Failure)
+    ]
+    assert failure.message.startswith("slurm-cluster.nodesets.h100.gpu.count: "), failure.message

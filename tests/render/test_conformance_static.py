@@ -1,0 +1,72 @@
+"""The conformance command's static phase (issue 17) on the suite's own values, through the real
+Helm 4 and Helm 3: every ``values/`` profile and the example umbrella's defaults pass every static
+step; each broken values file of ``tests/data/conformance/broken`` fails the step its header names
+(``# expect-step:``) with a finding at each values path it names (``# expect-path:``), read from
+the file, never from this test."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
+
+from slinky_harness.apps.conformance import static
+from slinky_harness.apps.conformance.context import Context, run_steps
+from slinky_harness.apps.conformance.target import load_manifests, resolve
+from slinky_harness.k8s import schemas as kubeschema
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from slinky_harness.apps.conformance.report import Report
+
+
+def _run(
+    files: list[Path], tmp_path: Path, *, chart: str | None = None, given: list[Path] | None = None
+) -> Report:
+    """The static steps; ``given``: the --existing files (default: a profile's prerequisites,
+    what its header asks to create first)."""
+    target = resolve(files, chart=chart)
+    if given is None:
+        given = [p for p in map(prerequisites, files) if p is not None]
+    existing = [doc for path in given for doc in load_manifests(path)]
+    ctx = Context(
+        target=target, work=tmp_path, kube_version=kubeschema.newest_version(), existing=existing
+    )
+    return run_steps(ctx, static.STEPS, target.describe())
+
+
+@pytest.mark.parametrize(
+    "files", [[p] for p in PROFILES] + [[]], ids=[p.stem for p in PROFILES] + ["umbrella-defaults"]
+)
+def test_suite_values_pass_every_static_step(files: list[Path], tmp_path: Path) -> None:
+    report = _run(files, tmp_path)
+    failed = [
+        f"{r.id}: {r.status} {r.reason} {[f.line() for f in r.findings]}"
+        for r in report.results
+        if r.status != "pass"
+    ]
+    assert not failed, "\n".join(failed)
+    assert [r.name for r in report.results] == [s.name for s in static.STEPS]
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
+def test_broken_values_fail_at_their_step_and_path(path: Path, tmp_path: Path) -> None:
+    """A file whose mistake the static phase must catch fails there, naming each path; a file
+    whose mistake only a later phase can see passes every static step (else it would never
+    reach that phase)."""
+    expected = expectations(path)
+    report = _run([path], tmp_path, chart=expected.chart, given=expected.existing)
+    steps = [s for s in expected.steps if s.startswith("static/")]
+    if not steps:
+        failed = [f"{r.id}: {r.reason}" for r in report.results if r.status != "pass"]
+        assert not failed, failed
+        return
+    for step in steps:
+        result = next(r for r in report.results if r.id == step)
+        assert result.status == "fail", f"{step}: {result.status} {result.reason}"
+        paths = {f.path for f in result.findings}
+        for want in expected.paths:
+            assert want in paths, f"{step} names {sorted(paths)}, not {want}"
+        assert all(f.fix for f in result.findings)

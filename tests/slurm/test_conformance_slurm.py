@@ -1,0 +1,187 @@
+"""The conformance command's slurm phase (``slinky_harness.apps.conformance.slurm``) on a real
+slurmctld 26.05, without the live phase: the release's objects come from ``helm template`` of
+the umbrella, and ``ctx.slurm_files`` from the harness's operator-shaped slurm.conf for them
+(``apps.demo.slurm.harness_slurm_conf``: the NodeSet and partition lines the operator writes,
+then the Controller's ``extraConf``) with the Controller's config files and key Secrets as the
+render holds them (``k8s.operator.controller_files``, the function the live phase's
+``slurmctld_files`` uses). A stand-in ``live/reconcile`` step passes, so the phase's steps run
+as in the command.
+
+The broken values files under ``tests/data/conformance/broken`` that say ``# expect-step:
+slurm/...`` must fail at that step with a finding at their ``# expect-path:``; the example
+umbrella's defaults and a profile with accounting on must pass every step that applies.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from tests.conformance_cases import BROKEN, expectations, prerequisites
+
+from slinky_harness.apps.conformance import slurm as phase
+from slinky_harness.apps.conformance.context import Context, Outcome, Step, run_steps
+from slinky_harness.apps.conformance.target import load_manifests, resolve
+from slinky_harness.apps.demo.slurm import harness_slurm_conf
+from slinky_harness.helm import client as helm
+from slinky_harness.k8s.operator import controller_files, slurm_nodeset_name
+from slinky_harness.slurm.dbd_conf import rendered_secret
+
+if TYPE_CHECKING:
+    from slinky_harness.apps.conformance.report import Report
+
+REPO = Path(__file__).resolve().parents[2]
+SLURM_DATA = REPO / "tests" / "data" / "conformance" / "slurm"
+SLURM_BROKEN = [p for p in BROKEN if any(s.startswith("slurm/") for s in expectations(p).steps)]
+DGX = REPO / "values" / "dgx-h100-superpod.yaml"
+
+
+def dgx_existing() -> list[dict[str, Any]]:
+    """What the profile's header asks the cluster to have first (values/prerequisites/)."""
+    path = prerequisites(DGX)
+    assert path is not None, "values/prerequisites/dgx-h100-superpod.yaml"
+    return load_manifests(path)
+
+
+def _reconciled(_: Context) -> Outcome:
+    return Outcome("stand-in: the objects of helm template")
+
+
+STAND_IN = Step("live", "reconcile", _reconciled)
+
+
+def rendered_context(files: list[Path], work: Path, existing: list[dict[str, Any]]) -> Context:
+    """A Context as the live phase leaves it, made from ``helm template`` (see module doc)."""
+    target = resolve(files)
+    result = helm.template(
+        target.chart_dir(work), target.values, release=target.release, namespace=target.namespace
+    )
+    assert result.ok, result.describe()
+    docs = result.docs
+    controller = next(d for d in docs if d["kind"] == "Controller")
+    nodesets = [d for d in docs if d["kind"] == "NodeSet"]
+    conf = harness_slurm_conf({
+        "extraConf": controller["spec"].get("extraConf") or "",
+        "nodesets": [(slurm_nodeset_name(n), n["spec"].get("partition") or {}, [])
+                     for n in nodesets],
+    })  # fmt: skip
+    configmaps = {
+        d["metadata"]["name"]: d.get("data") or {} for d in docs if d["kind"] == "ConfigMap"
+    }
+    slurm_files = controller_files(
+        controller["spec"],
+        conf,
+        lambda name: dict(configmaps[name]),
+        lambda name, key: rendered_secret([*docs, *existing], name, key),
+    )
+    ctx = Context(
+        target=target, work=work, kube_version="", objects=[*docs, *existing], existing=existing
+    )
+    ctx.slurm_files = dict(slurm_files)
+    return ctx
+
+
+def run_phase(ctx: Context) -> Report:
+    with ctx.stack:
+        return run_steps(ctx, [STAND_IN, *phase.STEPS], ctx.target.describe())
+
+
+def statuses(report: Report) -> dict[str, str]:
+    return {r.id: r.status for r in report.results}
+
+
+def explain(report: Report) -> str:
+    return "\n".join(
+        f"{r.id}: {r.status} {r.reason} {[f.line() for f in r.findings]} {r.details}"
+        for r in report.results
+    )
+
+
+def test_umbrella_defaults_pass(slurm_root: Path, tmp_path: Path) -> None:
+    """examples/umbrella as it ships: slurmctld loads, the GPU NodeSet's partition and the
+    slurm-bridge partition hold its nodes, a job lands in each; accounting is off, which passes
+    saying so (a skipped step would fail the command)."""
+    ctx = rendered_context([], tmp_path, [])
+    report = run_phase(ctx)
+    assert set(statuses(report).values()) == {"pass"}, explain(report)
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    landed = {line.split(":")[0] for line in jobs.details}
+    assert landed == {"gpu", "slurm-bridge"}, jobs.details
+    accounting = next(r for r in report.results if r.id == "slurm/accounting")
+    assert "accounting is off" in accounting.reason, accounting
+
+
+def test_block_partition_jobs_land_inside_one_block(slurm_root: Path, tmp_path: Path) -> None:
+    """A partition on a block topology (tests/data/conformance/slurm/block-partition.yaml: two
+    2-node base blocks, four GPU nodes placed in them): its job asks --segment for a whole base
+    block and lands inside one; the tree (cluster default) and the blocks show the nodes."""
+    ctx = rendered_context([SLURM_DATA / "block-partition.yaml"], tmp_path, [])
+    report = run_phase(ctx)
+    assert set(statuses(report).values()) == {"pass"}, explain(report)
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    nvl = next(line for line in jobs.details if line.startswith("nvl:"))
+    assert "-N 2 --segment=2" in nvl and "inside block b" in nvl, jobs.details
+    assert "1 with --segment" in jobs.reason, jobs.reason
+
+
+def test_profile_with_accounting_passes(slurm_root: Path, tmp_path: Path) -> None:
+    """values/dgx-h100-superpod.yaml (accounting on, its database Service and password Secret
+    given as existing objects): every step passes, accounting with a real slurmdbd on the
+    operator's slurmdbd.conf that slurmctld registers its cluster with."""
+    ctx = rendered_context([DGX], tmp_path, dgx_existing())
+    report = run_phase(ctx)
+    assert set(statuses(report).values()) == {"pass"}, explain(report)
+    accounting = next(r for r in report.results if r.id == "slurm/accounting")
+    assert "mariadb.slurm-db.svc is Service slurm-db/mariadb" in accounting.reason, accounting
+    assert "registers cluster" in accounting.reason, accounting
+
+
+def test_accounting_service_that_nobody_creates_is_a_finding(
+    slurm_root: Path, tmp_path: Path
+) -> None:
+    """The same profile without the existing objects: its database host names a Service that
+    neither the release nor the cluster has."""
+    ctx = rendered_context([DGX], tmp_path, [])
+    report = run_phase(ctx)
+    accounting = next(r for r in report.results if r.id == "slurm/accounting")
+    assert accounting.status == "fail", explain(report)
+    assert [f.path for f in accounting.findings] == [
+        "slurm-cluster.accounting.storageConfig.host"
+    ], accounting.findings
+
+
+def test_slurmdbd_refusal_names_the_slurmdbd_option(slurm_root: Path, tmp_path: Path) -> None:
+    """An option slurmdbd refuses (accounting.extraConfMap): slurmctld still loads (against a
+    stand-in slurmdbd), and slurm/accounting fails at that option with slurmdbd's words."""
+    files = [
+        DGX,
+        SLURM_DATA / "slurmdbd-option-refused.yaml",
+    ]
+    report = run_phase(rendered_context(files, tmp_path, dgx_existing()))
+    got = statuses(report)
+    assert got["slurm/load"] == "pass" and got["slurm/accounting"] == "fail", explain(report)
+    accounting = next(r for r in report.results if r.id == "slurm/accounting")
+    [finding] = accounting.findings
+    assert finding.path == "slurm-cluster.accounting.extraConfMap.PurgeJobAftr", finding
+    assert "slurmdbd says:" in finding.fix and "PurgeJobAftr" in finding.fix, finding
+
+
+@pytest.mark.parametrize("values", SLURM_BROKEN, ids=[p.stem for p in SLURM_BROKEN])
+def test_broken_values_fail_at_their_step(slurm_root: Path, tmp_path: Path, values: Path) -> None:
+    """Each broken file fails at the step its header names, with a finding at its values path;
+    the steps before it pass. ``# args: --existing FILE`` objects are the cluster's."""
+    expected = expectations(values)
+    existing = [doc for path in expected.existing for doc in load_manifests(path)]
+    ctx = rendered_context([values], tmp_path, existing)
+    report = run_phase(ctx)
+    got = statuses(report)
+    (step,) = expected.steps
+    assert got[step] == "fail", explain(report)
+    order = list(got)
+    before = order[: order.index(step)]
+    assert all(got[s] == "pass" for s in before), explain(report)
+    failed = next(r for r in report.results if r.id == step)
+    for path in expected.paths:
+        assert path in [f.path for f in failed.findings], explain(report)
+    assert all(f.fix for f in failed.findings), failed.findings

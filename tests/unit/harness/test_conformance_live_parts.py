@@ -1,0 +1,227 @@
+"""The conformance live phase's parts that need no control plane: the fleet copied from a Nodes
+dump, the fleet made from values, what a Helm schema refusal and a scheduler refusal are mapped
+to, and the post-renderer that keeps served webhooks pointed at the local server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from slinky_harness.apps.conformance import fleet as values_fleet
+from slinky_harness.apps.conformance import live, placement
+from slinky_harness.apps.conformance.target import resolve
+from slinky_harness.helm import webhook_postrender
+from slinky_harness.k8s.fleet import FleetError, fleet_from_nodes, load_nodes
+
+REPO = Path(__file__).resolve().parents[3]
+NODES = REPO / "tests" / "data" / "conformance" / "nodes-h100.json"
+
+
+def write(tmp_path: Path, values: dict[str, Any]) -> Path:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+def test_nodes_dump_is_copied_without_status_taints() -> None:
+    dump = json.loads(NODES.read_text())
+    nodes = {n["metadata"]["name"]: n for n in load_nodes(NODES).nodes()}
+    assert set(nodes) == {n["metadata"]["name"] for n in dump["items"]}
+    for item in dump["items"]:
+        copy = nodes[item["metadata"]["name"]]
+        assert item["metadata"]["labels"].items() <= copy["metadata"]["labels"].items()
+        assert copy["status"]["allocatable"] == item["status"]["allocatable"]
+        kept = [
+            t
+            for t in item["spec"].get("taints", [])
+            if not t["key"].startswith("node.kubernetes.io/")
+        ]
+        assert copy["spec"].get("taints", []) == [
+            {k: t[k] for k in ("key", "value", "effect") if k in t} for t in kept
+        ]
+    # the dump's h100-02 is unreachable there: the copy is schedulable
+    assert all(
+        not t["key"].startswith("node.kubernetes.io/") for t in nodes["h100-02"]["spec"]["taints"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param({"kind": "List", "items": []}, "no Nodes", id="empty"),
+        pytest.param({"kind": "Pod", "metadata": {"name": "x"}}, "not a Node", id="not-a-node"),
+        pytest.param(
+            {
+                "items": [
+                    {
+                        "kind": "Node",
+                        "metadata": {"name": "a"},
+                        "status": {"allocatable": {"cpu": "1"}},
+                    }
+                ]
+            },
+            "allocatable.memory: required",
+            id="no-memory",
+        ),
+    ],
+)
+def test_a_bad_nodes_dump_is_refused_with_where(data: object, message: str) -> None:
+    with pytest.raises(FleetError, match=message):
+        fleet_from_nodes(data, "dump.json")
+
+
+def test_fleet_from_values_carries_each_nodeset_selector_taints_and_gpus(tmp_path: Path) -> None:
+    values = {
+        "slurm-cluster": {
+            "nodesets": {
+                "gpu": {"enabled": False},
+                "h100": {
+                    "replicas": 3,
+                    "gpu": {"vendor": "nvidia", "count": 8},
+                    "slurmd": {"resources": {"limits": {"vpc.amazonaws.com/efa": 32}}},
+                    "podSpec": {
+                        "nodeSelector": {"nvidia.com/gpu.product": "H100"},
+                        "tolerations": [
+                            {
+                                "key": "dedicated",
+                                "operator": "Equal",
+                                "value": "hpc",
+                                "effect": "NoSchedule",
+                            }
+                        ],
+                    },
+                },
+                "mi300": {"replicas": 1, "slurmd": {"resources": {"limits": {"amd.com/gpu": 4}}}},
+            }
+        }
+    }
+    target = resolve([write(tmp_path, values)])
+    groups = {g.name: g for g in values_fleet.fleet_from_values(target).groups}
+    assert set(groups) == {"system", "nodeset-h100", "nodeset-mi300"}
+    h100 = groups["nodeset-h100"]
+    assert h100.count == 3
+    assert h100.labels["nvidia.com/gpu.product"] == "H100"
+    assert h100.resources["nvidia.com/gpu"] == "8"
+    assert h100.resources["vpc.amazonaws.com/efa"] == "32"
+    assert list(h100.taints) == [{"key": "dedicated", "effect": "NoSchedule", "value": "hpc"}]
+    assert groups["nodeset-mi300"].resources["amd.com/gpu"] == "4"
+    assert not groups["system"].taints
+
+
+def test_schema_refusal_maps_to_the_umbrella_values_path(tmp_path: Path) -> None:
+    target = resolve([write(tmp_path, {"slurm-cluster": {}})])
+    stderr = (
+        "Error: values don't meet the specifications of the schema(s) in the following chart(s):\n"
+        "slurm-cluster:\n"
+        "- at '/nodesets/gpu': validation failed\n"
+        "  - at '/nodesets/gpu/podSpec/nodeSelector/nvidia.com~1gpu.product': got number, want string\n"
+    )
+    findings = live.schema_findings(target, stderr)
+    assert [f.path for f in findings] == [
+        'slurm-cluster.nodesets.gpu.podSpec.nodeSelector["nvidia.com/gpu.product"]'
+    ]
+
+
+def node(
+    name: str, labels: dict[str, str], gpus: int = 0, taints: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    allocatable = {"cpu": "8", "memory": "8Gi"} | ({"nvidia.com/gpu": str(gpus)} if gpus else {})
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints or []},
+        "status": {"allocatable": allocatable},
+    }
+
+
+@pytest.mark.parametrize(
+    ("needs", "nodes", "path", "says"),
+    [
+        pytest.param(
+            placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 8}),
+            [node("a", {"gpu": "a100"}, 8)],
+            "slurm-cluster.nodesets.big.podSpec.nodeSelector",
+            "no node has gpu=h100",
+            id="selector",
+        ),
+        pytest.param(
+            placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 16}),
+            [node("a", {"gpu": "h100"}, 8), node("b", {}, 0)],
+            "slurm-cluster.nodesets.big.gpu.count",
+            "ask for at most 8 GPUs",
+            id="gpus",
+        ),
+        pytest.param(
+            placement.PodNeeds({}, {}, [], {"vpc.amazonaws.com/efa": 32}),
+            [node("a", {}, 0) | {"status": {"allocatable": {"vpc.amazonaws.com/efa": "8"}}}],
+            'slurm-cluster.nodesets.big.slurmd.resources.limits["vpc.amazonaws.com/efa"]',
+            "at most 8 vpc.amazonaws.com/efa",
+            id="efa",
+        ),
+        pytest.param(
+            placement.PodNeeds({"gpu": "h100"}, {}, [], {}),
+            [
+                node(
+                    "a",
+                    {"gpu": "h100"},
+                    8,
+                    [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}],
+                )
+            ],
+            "slurm-cluster.nodesets.big.podSpec.tolerations",
+            "dedicated=x:NoSchedule",
+            id="taint",
+        ),
+    ],
+)
+def test_an_unplaced_nodeset_is_a_finding_at_what_to_change(
+    tmp_path: Path, needs: placement.PodNeeds, nodes: list[dict[str, Any]], path: str, says: str
+) -> None:
+    target = resolve([write(tmp_path, {"slurm-cluster": {"nodesets": {"big": {"replicas": 1}}}})])
+    refused = placement.Placed(pods=1, refused={"big-0": "0/1 nodes are available"})
+    findings = placement.nodeset_findings(target, "big", needs, nodes, refused)
+    assert len(findings) == 1
+    assert findings[0].path == path
+    assert says in findings[0].problem + findings[0].fix
+
+
+def test_placed_nodeset_is_no_finding(tmp_path: Path) -> None:
+    target = resolve([write(tmp_path, {"slurm-cluster": {}})])
+    needs = placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 8})
+    placed = placement.Placed(pods=1, placed={"big-0": "a"})
+    assert (
+        placement.nodeset_findings(target, "big", needs, [node("a", {"gpu": "h100"}, 8)], placed)
+        == []
+    )
+
+
+def test_post_renderer_keeps_the_live_webhook_settings_and_nothing_else() -> None:
+    live_config: dict[str, Any] = {
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "w"},
+        "webhooks": [{"name": "a.kb.io", "clientConfig": {"url": "https://127.0.0.1:1/v", "caBundle": "Q0E="},
+                      "failurePolicy": "Fail", "timeoutSeconds": 10, "sideEffects": "None"}],
+    }  # fmt: skip
+    rendered = [
+        {"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "w"},
+         "webhooks": [{"name": "a.kb.io", "clientConfig": {"service": {"name": "s", "namespace": "n"}},
+                       "failurePolicy": "Ignore", "sideEffects": "NoneOnDryRun"}]},
+        {"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "other"},
+         "webhooks": [{"name": "a.kb.io", "clientConfig": {"service": {"name": "s"}}}]},
+        {"kind": "ConfigMap", "metadata": {"name": "w"}, "data": {"k": "v"}},
+    ]  # fmt: skip
+    settings = webhook_postrender.live_settings([live_config])
+    out = list(
+        yaml.safe_load_all(webhook_postrender.rewrite(yaml.safe_dump_all(rendered), settings))
+    )
+    hook = out[0]["webhooks"][0]
+    assert hook["clientConfig"] == live_config["webhooks"][0]["clientConfig"]
+    assert (hook["failurePolicy"], hook["timeoutSeconds"], hook["sideEffects"]) == (
+        "Fail",
+        10,
+        "NoneOnDryRun",
+    )
+    assert out[1:] == rendered[1:]

@@ -1,0 +1,298 @@
+"""Unit checks of the conformance static phase's pure parts: the value cross-references
+(partitions, inline topology, Secrets), the values-schema findings, the Pod Security levels and the
+RBAC wildcard rule, each on small hand-made inputs with the expected answer written out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from slinky_harness.apps.conformance import static
+from slinky_harness.apps.conformance.context import Context
+from slinky_harness.apps.conformance.target import resolve
+from slinky_harness.k8s import podsecurity, rbac
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+CLUSTER_CHART = "slurm-cluster"
+
+
+def _cluster_target(tmp_path: Path, text: str) -> Any:
+    path = tmp_path / "values.yaml"
+    path.write_text(text)
+    return resolve([path], chart=CLUSTER_CHART)
+
+
+def _umbrella_target(tmp_path: Path, text: str) -> Any:
+    path = tmp_path / "values.yaml"
+    path.write_text(text)
+    return resolve([path])
+
+
+def test_partition_naming_a_disabled_nodeset_names_the_list_item(tmp_path: Path) -> None:
+    target = _cluster_target(
+        tmp_path,
+        "nodesets:\n  a: {}\n  b: {enabled: false}\n"
+        "partitions:\n  p:\n    nodesets: [a, b, all]\n  spare:\n    enabled: false\n    nodesets: [zz]\n",
+    )
+    findings = static.partition_findings(target, target.chart_values(CLUSTER_CHART))
+    assert [f.path for f in findings] == ["partitions.p.nodesets[1]"]
+    assert "disabled" in findings[0].problem
+    assert findings[0].fix.startswith("name one of: a, ALL")
+    assert "nodesets.b.enabled" in findings[0].fix
+
+
+def test_partition_paths_carry_the_subchart_in_an_umbrella(tmp_path: Path) -> None:
+    target = _umbrella_target(
+        tmp_path,
+        "slurm-cluster:\n  nodesets:\n    gpu: {enabled: false}\n    c: {}\n"
+        "  partitions:\n    slurm-bridge:\n      nodesets: [gpu]\n",
+    )
+    findings = static.partition_findings(target, target.chart_values(CLUSTER_CHART))
+    assert [f.path for f in findings] == ["slurm-cluster.partitions.slurm-bridge.nodesets[0]"]
+
+
+def test_topology_node_under_two_leaf_switches_is_a_finding(tmp_path: Path) -> None:
+    target = _cluster_target(
+        tmp_path,
+        "topology:\n  yaml: |\n    - topology: t\n      cluster_default: true\n      tree:\n"
+        "        switches:\n          - switch: s1\n            nodes: n[1-2]\n"
+        "          - switch: s2\n            nodes: n[2-3]\n          - switch: top\n"
+        "            children: s[1-2]\n"
+        "partitions:\n  p:\n    nodesets: [ALL]\n    topology: other\n",
+    )
+    findings = static.topology_findings(target, target.chart_values(CLUSTER_CHART))
+    assert [f.path for f in findings] == ["topology.yaml", "partitions.p.topology"]
+    assert "n2" in findings[0].problem
+    assert findings[1].fix == "name one of: t"
+
+
+def test_a_valid_inline_topology_has_no_finding(tmp_path: Path) -> None:
+    target = _cluster_target(
+        tmp_path,
+        "topology:\n  yaml: |\n    - topology: b\n      cluster_default: true\n      block:\n"
+        "        block_sizes: [2]\n        blocks:\n          - block: b1\n            nodes: n[1-2]\n"
+        "          - block: b2\n            nodes: n[3-4]\n",
+    )
+    assert static.topology_findings(target, target.chart_values(CLUSTER_CHART)) == []
+
+
+def _pod(name: str, volume_secret: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "slurm"},
+        "spec": {
+            "containers": [{"name": "c", "image": "x"}],
+            "volumes": [{"name": "v", "secret": {"secretName": volume_secret}}],
+            **spec,
+        },
+    }
+
+
+def test_secret_references_the_render_does_not_make(tmp_path: Path) -> None:
+    target = _cluster_target(tmp_path, "imagePullSecrets: [regcred]\n")
+    docs = [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "made", "namespace": "slurm"}},
+        _pod("a", "made"),
+        _pod("b", "elsewhere", imagePullSecrets=[{"name": "regcred"}]),
+        {
+            "apiVersion": "slinky.slurm.net/v1beta1",
+            "kind": "Token",
+            "metadata": {"name": "tok", "namespace": "slurm"},
+            "spec": {"username": "u"},
+        },
+        _pod("c", "tok-jwt-u"),
+        {
+            "apiVersion": "slinky.slurm.net/v1beta1",
+            "kind": "Accounting",
+            "metadata": {"name": "acct", "namespace": "slurm"},
+            "spec": {"storageConfig": {"passwordKeyRef": {"name": "db-pass", "key": "p"}}},
+        },
+    ]
+    findings = static.secret_findings(target, docs)
+    named = sorted((f.path, f.problem.split("'")[1]) for f in findings)
+    assert named == [("", "db-pass"), ("", "elsewhere"), ("imagePullSecrets[0]", "regcred")]
+    regcred = next(f for f in findings if f.path)
+    assert regcred.fix.startswith("create Secret regcred in namespace slurm before installing")
+    assert "set imagePullSecrets[0] to a Secret the chart makes" in regcred.fix
+
+
+def test_existing_objects_count_as_made(tmp_path: Path) -> None:
+    target = _cluster_target(tmp_path, "")
+    docs = [_pod("a", "db-pass")]
+    assert [f.path for f in static.secret_findings(target, docs)] == [""]
+    existing = [{"kind": "Secret", "metadata": {"name": "db-pass", "namespace": "slurm"}}]
+    assert static.secret_findings(target, docs, existing) == []
+    elsewhere = [{"kind": "Secret", "metadata": {"name": "db-pass", "namespace": "other"}}]
+    assert len(static.secret_findings(target, docs, elsewhere)) == 1
+
+
+def test_schema_findings_name_the_unknown_key_and_the_wrong_type() -> None:
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    }
+    findings = static.schema_findings(schema, {"a": {"n": "x"}, "typo": 1}, ("chart",))
+    assert {(f.path, f.problem) for f in findings} == {
+        ("chart.typo", "unknown key"),
+        ("chart.a.n", "'x' is not of type 'integer'"),
+    }
+
+
+RESTRICTED_CONTAINER = {
+    "name": "c",
+    "securityContext": {
+        "allowPrivilegeEscalation": False,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    },
+}
+
+
+def test_pod_security_levels() -> None:
+    pod_ctx = {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
+    assert (
+        podsecurity.level({**pod_ctx, "containers": [RESTRICTED_CONTAINER]}).level == "restricted"
+    )
+    assert podsecurity.level({"containers": [{"name": "c"}]}).level == "baseline"
+    verdict = podsecurity.level(
+        {**pod_ctx, "hostNetwork": True, "containers": [RESTRICTED_CONTAINER]}
+    )
+    assert verdict == podsecurity.Verdict("privileged", ["hostNetwork: true"])
+    nodeset = {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": "NodeSet",
+        "metadata": {"name": "n"},
+        "spec": {"slurmd": {"image": "x"}, "template": {"spec": pod_ctx}},
+    }
+    ((_, spec),) = podsecurity.workload_pods([nodeset])
+    assert podsecurity.level(spec).reasons[0] == "slurmd: privileged container"
+
+
+def test_rbac_wildcards_and_secret_access() -> None:
+    docs: list[dict[str, Any]] = [
+        {
+            "kind": "ClusterRole",
+            "metadata": {"name": "r"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+                {"apiGroups": ["*"], "resources": ["pods"], "verbs": ["list"]},
+            ],
+        },
+        {
+            "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "roleRef": {"kind": "ClusterRole", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa"}],
+        },
+        {"kind": "Role", "metadata": {"name": "lonely", "namespace": "ns"}, "rules": []},
+    ]
+    grants, notes = rbac.grants(docs, "ns")
+    assert [(g.account, g.scope, g.what()) for g in grants] == [
+        ("ns/sa", "ns", "get secrets"),
+        ("ns/sa", "ns", "list pods.*"),
+    ]
+    assert [rbac.secret_access(g) for g in grants] == [True, False]
+    assert [rbac.wildcards(g) for g in grants] == [[], ["resources"]]
+    assert notes == []
+    assert rbac.unbound_roles(docs) == ["Role lonely"]
+
+
+HELM_SCHEMA_ERROR = """Error: values don't meet the specifications of the schema(s) in the following chart(s):
+slurm-cluster:
+- at '/scheduling/preset': value must be one of 'fairshare', 'fifo', 'none'
+- at '/nodesets/compute': validation failed
+  - at '/nodesets/compute/partition/enabled': got string, want boolean
+"""
+"""Helm 4's schema refusal, as it prints it (the innermost error of each branch is the finding)."""
+
+HELM_VALIDATE_FAIL = (
+    "Error: execution error at (slinky-gpu-cluster/charts/slurm-cluster/templates/validate.yaml:"
+    '170:4): \n\nslurm-cluster: invalid values (1):\n  - partitions.all.nodesets names NodeSet "gpu" '
+    '(partition "all"), which is unknown or disabled: known NodeSets are [compute]. Fix the name, '
+    "enable `nodesets.gpu`, or use `ALL`.\n\nUse --debug flag to render out invalid YAML\n"
+)
+HELM_REQUIRED = (
+    "Error: execution error at (slinky-gpu-cluster/charts/slurm-cluster/templates/controller/"
+    "controller.yaml:36:8): an image repository is required (image.repository)\n"
+)
+
+
+def test_helm_schema_errors_become_umbrella_paths(tmp_path: Path) -> None:
+    target = _umbrella_target(tmp_path, "slurm-cluster: {}\n")
+    findings = static.helm_findings(target, HELM_SCHEMA_ERROR)
+    assert [(f.path, f.problem) for f in findings] == [
+        ("slurm-cluster.scheduling.preset", "value must be one of 'fairshare', 'fifo', 'none'"),
+        ("slurm-cluster.nodesets.compute.partition.enabled", "got string, want boolean"),
+    ]
+
+
+def test_a_chart_refusal_names_the_value_path_and_the_fix(tmp_path: Path) -> None:
+    target = _umbrella_target(tmp_path, "slurm-cluster: {}\n")
+    (finding,) = static.helm_findings(target, HELM_VALIDATE_FAIL)
+    assert finding.path == "slurm-cluster.partitions.all.nodesets"
+    assert finding.problem.endswith("known NodeSets are [compute]")
+    assert finding.fix == "Fix the name, enable `nodesets.gpu`, or use `ALL`."
+    chart = _cluster_target(tmp_path, "")
+    (finding,) = static.helm_findings(chart, HELM_VALIDATE_FAIL)
+    assert finding.path == "partitions.all.nodesets"
+
+
+def test_a_template_fail_without_a_top_level_path_keeps_the_message(tmp_path: Path) -> None:
+    target = _umbrella_target(tmp_path, "slurm-cluster: {}\n")
+    (finding,) = static.helm_findings(target, HELM_REQUIRED)
+    assert finding.path == ""
+    assert finding.problem == "an image repository is required (image.repository)"
+
+
+def _ctx(target: Any, tmp_path: Path, docs: list[dict[str, Any]]) -> Context:
+    ctx = Context(target=target, work=tmp_path, kube_version="1.35.0")
+    ctx.rendered = docs
+    return ctx
+
+
+def test_pod_security_fails_only_below_an_explicit_namespace_label(tmp_path: Path) -> None:
+    target = _cluster_target(
+        tmp_path, 'extraObjects:\n  - {labels: {"pod-security.kubernetes.io/enforce": baseline}}\n'
+    )
+    nodeset = {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": "NodeSet",
+        "metadata": {"name": "n", "namespace": "hpc"},
+        "spec": {"slurmd": {"image": "x"}},
+    }
+    unlabelled = static.check_pod_security(_ctx(target, tmp_path, [nodeset]))
+    assert unlabelled.findings == []
+    assert unlabelled.details == [
+        "namespace hpc: privileged (NodeSet hpc/n: slurmd: privileged container) "
+        "-> label it pod-security.kubernetes.io/enforce=privileged"
+    ]
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "hpc", "labels": {podsecurity.ENFORCE_LABEL: "baseline"}},
+    }
+    (finding,) = static.check_pod_security(_ctx(target, tmp_path, [namespace, nodeset])).findings
+    assert finding.path == 'extraObjects[0].labels["pod-security.kubernetes.io/enforce"]'
+    assert finding.fix == "set pod-security.kubernetes.io/enforce=privileged on namespace hpc"
+
+
+def test_rbac_step_fails_on_a_wildcard_verb_only(tmp_path: Path) -> None:
+    target = _cluster_target(tmp_path, "")
+    role: dict[str, Any] = {"kind": "Role", "metadata": {"name": "r", "namespace": "slurm"}}
+    binding = {
+        "kind": "RoleBinding",
+        "metadata": {"name": "b", "namespace": "slurm"},
+        "roleRef": {"kind": "Role", "name": "r"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sa"}],
+    }
+    role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
+    fine = static.check_rbac(_ctx(target, tmp_path, [role, binding]))
+    assert fine.findings == []
+    assert fine.details == ["ServiceAccount slurm/sa:", "  in namespace slurm: get pods"]
+    role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]
+    (finding,) = static.check_rbac(_ctx(target, tmp_path, [role, binding])).findings
+    assert finding.problem.startswith("slurm/sa is granted wildcard verbs (* pods, slurm)")
