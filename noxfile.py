@@ -220,6 +220,16 @@ def demo(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def conformance(session: nox.Session) -> None:
+    """Your own values on the suite's real parts: nox -s conformance -- -f my-values.yaml [...]."""
+    _install(session, "test")
+    session.install("-e", "tools/conformance")
+    _tools(session, "helm", "helm3", "kubectl")
+    _prebuild(session)
+    session.run("slinky-conformance", *session.posargs)
+
+
+@nox.session(default=False)
 def docs(session: nox.Session) -> None:
     """Regenerate generated files: values schemas, chart READMEs (helm-docs) and the CRDs."""
     _install(session, "crdgen", "schemagen")

@@ -44,7 +44,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 SPREAD = frozenset({
     "tests/cluster/test_charts.py",
+    "tests/cluster/test_conformance.py",
     "tests/cluster/test_ct_install.py",
+    "tests/cluster/test_doc_commands.py",
     "tests/cluster/test_security.py",
     "tests/cluster/test_umbrella.py",
     "tests/cluster/test_umbrella_crds.py",

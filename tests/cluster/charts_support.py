@@ -8,6 +8,7 @@ admission webhooks get ``failurePolicy: Ignore`` because no webhook server answe
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,10 +17,11 @@ import yaml
 
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts as chart_index
+from slinky_harness.helm import client as helm_client
 from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection, Sequence
 
     from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
@@ -72,7 +74,8 @@ def umbrella_managed_namespaces(profile: dict[str, Any]) -> list[str]:
     if bridge.get("enabled") is False:
         return []
     chart = chart_index.load_yaml(CHARTS["slurm-bridge"].path / "values.yaml")
-    return list(bridge.get("managedNamespaces", chart["managedNamespaces"]))
+    admission = {**chart["admission"], **(bridge.get("admission") or {})}
+    return list(admission["managedNamespaces"])
 
 
 def values_args(files: list[Path]) -> list[str]:
@@ -111,17 +114,13 @@ def kubectl(
 # -- CRDs --
 
 
-def _apply_crds(cluster: Cluster, crds: tuple[dict[str, Any], ...]) -> None:
-    cluster.apply(list(crds))
-    names = [str(c["metadata"]["name"]) for c in crds]
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in names]
-    )
-
-
-def install_third_party_crds(cluster: Cluster) -> None:
-    """cert-manager, Prometheus Operator and KEDA CRDs (pinned in kubeschema)."""
-    _apply_crds(cluster, kubeschema.third_party_crds())
+def install_third_party_crds(cluster: Cluster, groups: Sequence[str] = ()) -> None:
+    """cert-manager, Prometheus Operator and KEDA CRDs (pinned in kubeschema), or those of
+    ``groups`` only, and the cluster-wide prerequisites."""
+    crds = kubeschema.third_party_crds()
+    if groups:
+        crds = tuple(crd for crd in crds if crd["spec"]["group"] in groups)
+    cluster.apply_crds(crds)
     cluster.apply(DATA / "prerequisites.yaml")
 
 
@@ -136,7 +135,7 @@ def ensure_slinky_crds(cluster: Cluster) -> None:
         f"customresourcedefinition.apiextensions.k8s.io/{n}" in existing for n in slinky_crd_names()
     ):
         return
-    _apply_crds(cluster, kubeschema.our_crds())
+    cluster.apply_crds(kubeschema.our_crds())
 
 
 def delete_slinky_crds(cluster: Cluster) -> None:
@@ -259,3 +258,57 @@ def cleanup_prerequisites(cluster: Cluster, scenario: chart_index.Scenario) -> N
     names = EXTRA_NAMESPACES.get(scenario.id, [])
     if names:
         cluster.kubectl("delete", "namespace", "--ignore-not-found", "--timeout=90s", *names)
+
+
+# -- objects the operator makes --
+
+
+def release_objects(helm: Helm, release: str, namespace: str) -> list[dict[str, Any]]:
+    """The objects of a release as installed (``helm get manifest``)."""
+    text = helm.run("get", "manifest", release, "-n", namespace).stdout
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def wait_object(
+    cluster: Cluster,
+    kind: str,
+    name: str,
+    namespace: str,
+    *,
+    ready: Callable[[dict[str, Any]], bool] = lambda _: True,
+    what: str = "",
+) -> dict[str, Any]:
+    """The object once it exists and ``ready`` holds for it (``what`` says what ``ready`` waits
+    for); on time-out the error names it."""
+    last: list[dict[str, Any]] = []
+
+    def fetch() -> dict[str, Any] | None:
+        proc = kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "yaml")
+        if proc.returncode != 0:
+            return None
+        obj: dict[str, Any] = yaml.safe_load(proc.stdout)
+        last[:] = [obj]
+        return obj if ready(obj) else None
+
+    found: dict[str, Any] = wait_for(
+        fetch,
+        timeout=60,
+        what=f"the operator to create {kind}/{name} in {namespace}{what}",
+        every=0.5,
+        detail=lambda: last[0] if last else "not created",
+    )
+    return found
+
+
+def install_past_webhook_race(helm: Helm, release: str, chart: str, *args: str) -> None:
+    """``helm install``, retried once past upstream's webhook cache race
+    (:func:`slinky_harness.helm.client.install_past_webhook_race`); a failure fails the test."""
+    result = helm_client.install_past_webhook_race(helm, release, chart, *args)
+    if not result.ok:
+        raise AssertionError(
+            f"helm install {release} failed ({result.returncode}):\n{result.stderr}"
+        )
+    if result.retried:
+        logging.getLogger(__name__).warning(
+            "retried %s after the webhook cache race: %s", release, result.retried
+        )

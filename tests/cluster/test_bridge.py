@@ -4,9 +4,10 @@ A control plane of its own (module scope: the bridge controllers taint the Slurm
 ``NoExecute``, which must not evict the other cluster-tier tests' pods) with the small GPU fleet
 (2 CPU nodes, 4 H100 nodes with 8 GPUs each). The slurm-bridge chart is installed with the
 ``values/co-location.yaml`` profile's ``slurm-bridge`` block (release ``slurm`` in namespace
-``slurm``, as that profile's comments tell users), plus one setting: the JWT comes from an
-existing Secret (``slurm.jwt.existingSecret``) that holds a token signed with the controller's
-``jwt.key``, where a real cluster's slurm-operator would mint it from a ``Token``.
+``slurm``, as that profile's comments tell users), plus one setting: the JWT comes from a Secret
+of the test's (``sharedConfig.slurmJwtSecret``, ``token.create: false``) that holds a token signed
+with the controller's ``jwt.key``, where a real cluster's slurm-operator would mint it from the
+chart's ``Token``.
 
 Slurm is the chroot's slurmctld 26.05 (emulator build) with one emulated slurmd per H100 node,
 named as the Kubernetes node, 8 ``gres/gpu`` each, and the profile's Slurm side: its MCS settings
@@ -59,7 +60,7 @@ FLEET_FILE = support.REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 PROFILE = charts.load_yaml(support.REPO / "values" / "co-location.yaml")
 RELEASE, NAMESPACE = "slurm", "slurm"
 JWT_SECRET = "slurm-bridge-test-jwt"
-MANAGED = str(PROFILE["slurm-bridge"]["managedNamespaces"][0])
+MANAGED = str(PROFILE["slurm-bridge"]["admission"]["managedNamespaces"][0])
 UNMANAGED = "plain-workloads"
 GPU = "nvidia.com/gpu"
 SCHEDULER_PLUGINS = ("sigs.k8s.io/scheduler-plugins", "v0.33.5")
@@ -123,7 +124,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             cluster.kubectl("create", "namespace", ns)
         defaults = charts.load_yaml(support.CHARTS["slurm-bridge"].path / "values.yaml")
         block = {**PROFILE["slurm-bridge"], "global": PROFILE.get("global", {})}
-        override = {"slurm": {"jwt": {"existingSecret": JWT_SECRET}}}
+        override = {"sharedConfig": {"slurmJwtSecret": JWT_SECRET}, "token": {"create": False}}
         values = merge(merge(defaults, block), override)
         values_file = work / "bridge-values.yaml"
         values_file.write_text(yaml.safe_dump(merge(block, override)))
@@ -133,7 +134,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             for n in nodes
             if GPU in n["status"].get("capacity", {})
         }
-        conf, gres, batch = slurm_conf(gpu_nodes, str(values["slurm"]["partition"]))
+        conf, gres, batch = slurm_conf(gpu_nodes, str(values["schedulerConfig"]["partition"]))
         jwt_key = os.urandom(32)
         files: dict[str, FileSource] = {
             "slurm.conf": conf,
@@ -143,12 +144,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         }
         with slurm.slurmctld(files, workdir=work / "slurmctld", emulator=True) as ctld:
             ctld.start_slurmd(*sorted(gpu_nodes))
-            username = str(values["slurm"]["jwt"]["token"]["username"])
+            username = str(values["token"]["username"])
             token = slinky_bridge.slurm_jwt(jwt_key, username)
             cluster.apply([{
                 "apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": JWT_SECRET, "namespace": NAMESPACE},
-                "data": {values["slurm"]["jwt"]["key"]: base64.b64encode(token.encode()).decode()},
+                "data": {"auth-token": base64.b64encode(token.encode()).decode()},
             }])  # fmt: skip
             helm.run(
                 "install", RELEASE, str(support.CHARTS["slurm-bridge"].path), "-n", NAMESPACE,
@@ -295,8 +296,8 @@ def test_a_pod_becomes_a_slurm_job_and_is_bound_where_slurm_allocated(env: Env) 
     create_pod(env, MANAGED, name)
     pod, record = wait_bound(env, MANAGED, name)
     assert pod["spec"]["schedulerName"] == env.bridge.scheduler_name
-    assert record["Partition"] == env.values["slurm"]["partition"], record
-    assert record["MCS_label"] == env.values["slurm"]["mcsLabel"], record
+    assert record["Partition"] == env.values["schedulerConfig"]["partition"], record
+    assert record["MCS_label"] == env.values["schedulerConfig"]["mcsLabel"], record
     assert record["JobState"] == "RUNNING", record
     assert f"{MANAGED}/{name}" in record.get("AdminComment", ""), record
     assert hostlist.expand(record["NodeList"]) == [pod["spec"]["nodeName"]], (record, pod["spec"])
@@ -335,7 +336,7 @@ def test_each_pod_of_a_batch_job_becomes_a_slurm_job(env: Env) -> None:
     assert len(set(ids)) == len(bound) == 2, ids
     for pod, job_id in zip(bound, ids, strict=True):
         record = job(env.ctld, job_id)
-        assert record["Partition"] == env.values["slurm"]["partition"], record
+        assert record["Partition"] == env.values["schedulerConfig"]["partition"], record
         assert hostlist.expand(record["NodeList"]) == [pod["spec"]["nodeName"]], record
         assert f"{MANAGED}/{pod['metadata']['name']}" in record.get("AdminComment", ""), record
     env.cluster.kubectl(

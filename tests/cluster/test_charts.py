@@ -136,7 +136,7 @@ def test_two_releases_side_by_side(
     """Two releases of one chart in one namespace: no name or ownership conflicts. Not for
     slurm-bridge: like upstream's chart it names its objects without the release (fixed ConfigMap
     names), so it runs once per namespace (charts/slurm-bridge/README.md "Names"; the render tier
-    checks that nameOverride and scheduler.schedulerName scope every other name)."""
+    checks that nameOverride and schedulerConfig.schedulerName scope every other name)."""
     prepare(cluster, chart_name)
     chart = support.CHARTS[chart_name]
     files: list[Path] = [f for f in [support.OVERRIDES / f"{chart_name}.yaml"] if f.is_file()]

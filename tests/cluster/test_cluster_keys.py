@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 CHART = str(support.CHARTS["slurm-cluster"].path)
 README = support.CHARTS["slurm-cluster"].path / "README.md"
 RELEASE = "keys"
-FULLNAME = f"{RELEASE}-slurm-cluster"
-SLURM_KEY = f"{FULLNAME}-slurm-key"
-JWT_KEY = f"{FULLNAME}-jwt-key"
+FULLNAME = f"{RELEASE}-slurm"
+SLURM_KEY = f"{FULLNAME}-auth-slurm"
+JWT_KEY = f"{FULLNAME}-auth-jwt"
 KEEP = "helm.sh/resource-policy"
 
 # slurm-cluster renders Controller/NodeSet/RestApi objects: their CRDs must exist.

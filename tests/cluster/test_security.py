@@ -225,14 +225,6 @@ def test_slurmd_pod_of_nodeset_is_rejected_in_restricted_namespace(
 # -- RBAC --
 
 EXPECTATIONS = yaml.safe_load((support.DATA / "rbac-expectations.yaml").read_text())
-UPSTREAM_NAMED = {"slurm-bridge"}
-"""Charts that name their ServiceAccounts as upstream's chart does, without the release name
-(charts/slurm-bridge/README.md "Names"): ``<chart><suffix>``."""
-
-UPSTREAM_ACCOUNTS = {("slurm-operator", "-webhook"): "slurm-operator-webhook"}
-"""ServiceAccounts named by the chart alone, not the release, as upstream Slinky's chart names
-them (so that an upgrade from upstream's release keeps them)."""
-
 RBAC_CASES = [
     (chart, suffix) for chart, comps in EXPECTATIONS["charts"].items() for suffix in comps
 ]
@@ -301,19 +293,13 @@ def test_service_account_rbac_matches_expectations(
     cluster: Cluster, api_client: Any, rbac_releases: str, chart: str, suffix: str
 ) -> None:
     namespace = rbac_releases
-    release = f"rbac-{chart}"[:40]
-    if chart in UPSTREAM_NAMED:
-        sa = f"{chart}{suffix}"
-    else:
-        sa = UPSTREAM_ACCOUNTS.get((chart, suffix)) or (
-            f"{release}-{chart}{suffix}" if chart not in release else f"{release}{suffix}"
-        )
+    spec = EXPECTATIONS["charts"][chart][suffix]
+    sa = spec["account"]
     core: Any = client.CoreV1Api(api_client)
     accounts = {str(a.metadata.name) for a in core.list_namespaced_service_account(namespace).items}
     assert sa in accounts, sorted(accounts)
     user = f"system:serviceaccount:{namespace}:{sa}"
     api = client.AuthorizationV1Api(api_client)
-    spec = EXPECTATIONS["charts"][chart][suffix]
     missing = [e for e in spec["allowed"] if not _review(api, user, e, namespace)]
     forbidden = spec.get("forbidden", []) + EXPECTATIONS["forbiddenEverywhere"]
     excess = [e for e in forbidden if _review(api, user, e, namespace)]

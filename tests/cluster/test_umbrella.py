@@ -45,9 +45,10 @@ class Setup:
     values_dir: Path
 
 
-TEST_NAMES = {"slurm-bridge": "slurm-bridge-test"}
-"""helm test objects named as upstream's chart names them, without the release (the bridge's
-README, "Names"); the other subcharts' are ``<release>-<chart>-test``."""
+TEST_NAMES = {"slurm-bridge": "slurm-bridge-test", "slurm-cluster": "umb-slurm-test"}
+"""helm test objects named from upstream's names: the bridge's without the release (its README,
+"Names"), slurm-cluster's ``<fullname>-test`` (``<release>-slurm``); the other subcharts' are
+``<release>-<chart>-test``."""
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,16 @@ it) is installed with its defaults, then ``helm upgrade`` of the same release to
 same values plus what MIGRATING.md says to set. The upgrade must succeed (Kubernetes refuses a
 changed Deployment selector, Helm refuses objects another release owns), and every object both
 charts render keeps its UID: Helm patched it in place, nothing was deleted and recreated, so pods,
-Secrets and the webhook configurations an upstream user has stay. slurm-cluster is not here yet:
-its names are still ours (MIGRATING.md, "slurm-cluster").
+Secrets and the webhook configurations an upstream user has stay. For upstream's ``slurm`` chart
+(to slurm-cluster) the Controller, RestApi and key Secrets must be among them, and the key Secrets
+keep their data: the cluster's slurm.key and jwt.key do not change.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -34,22 +35,24 @@ class Move:
     ours: str
     release: str
     sets: tuple[str, ...]
+    keep: frozenset[str] = frozenset({"Deployment", "ServiceAccount"})
+    """Kinds of upstream's release that ours must keep, every one of them, under the same UID."""
+    same_data: frozenset[str] = frozenset()
+    """Kinds whose ``data`` must be the same after the upgrade."""
 
 
 MOVES = (
-    Move("slurm-operator", "slurm-operator", "slurm-operator", ("crds.enabled=false",)),
+    Move("slurm-operator", "slurm-operator", "slurm-operator", ()),
+    Move("slurm-bridge", "slurm-bridge", "slurm-bridge", ()),
     Move(
-        "slurm-bridge",
-        "slurm-bridge",
-        "slurm-bridge",
-        (
-            "slurm.restapi.url=http://slurm-restapi.slurm:6820",
-            "slurm.jwt.existingSecret=slurm-bridge-token",
-        ),
+        "slurm",
+        "slurm-cluster",
+        "slurm",
+        ("scheduling.preset=none",),
+        keep=frozenset({"Controller", "RestApi", "Secret"}),
+        same_data=frozenset({"Secret"}),
     ),
 )
-MUST_KEEP = frozenset({"Deployment", "ServiceAccount"})
-"""Kinds of upstream's release that our chart must keep, every one of them, under the same UID."""
 
 
 Object = tuple[str, str, str]
@@ -65,19 +68,26 @@ def _objects(helm: Helm, release: str, namespace: str) -> set[Object]:
     }
 
 
-def _uids(cluster: Cluster, objects: set[Object]) -> dict[Object, str]:
-    """The UID of each object that exists (cluster-scoped kinds ignore the namespace)."""
-    uids: dict[Object, str] = {}
+def _live(cluster: Cluster, objects: set[Object]) -> dict[Object, dict[str, Any]]:
+    """Each object that exists, as the API server has it (cluster-scoped kinds ignore the
+    namespace)."""
+    live: dict[Object, dict[str, Any]] = {}
     for ns in sorted({o[2] for o in objects}):
         refs = sorted(f"{kind.lower()}/{name}" for kind, name, where in objects if where == ns)
         text = cluster.kubectl("get", *refs, "-n", ns, "-o", "json", "--ignore-not-found")
         items = json.loads(text).get("items", []) if text.strip() else []
         for item in items:
-            kind, name = item["kind"], item["metadata"]["name"]
-            uids[next(o for o in objects if o[:2] == (kind, name) and o[2] == ns)] = item[
-                "metadata"
-            ]["uid"]
-    return uids
+            live[(item["kind"], item["metadata"]["name"], ns)] = item
+    return live
+
+
+def uid(live: dict[Object, dict[str, Any]], obj: Object) -> str | None:
+    item = live.get(obj)
+    return None if item is None else str(item["metadata"]["uid"])
+
+
+def _data(live: dict[Object, dict[str, Any]], obj: Object) -> Any:
+    return (live.get(obj) or {}).get("data")
 
 
 @pytest.mark.parametrize("move", MOVES, ids=lambda m: m.upstream)
@@ -90,19 +100,26 @@ def test_an_upstream_release_upgrades_in_place(
     try:
         helm4.run("install", move.release, str(chart), *wait, namespace=namespace)
         before_objects = _objects(helm4, move.release, namespace)
-        before = _uids(cluster, before_objects)
+        before = _live(cluster, before_objects)
         assert before, "upstream's release created nothing"
         sets = [arg for value in move.sets for arg in ("--set", value)]
         ours = str(support.CHARTS[move.ours].path)
         helm4.run("upgrade", move.release, ours, *sets, *wait, namespace=namespace)
         after_objects = _objects(helm4, move.release, namespace)
-        after = _uids(cluster, before_objects & after_objects)
-        dropped = sorted(o for o in before_objects - after_objects if o[0] in MUST_KEEP)
+        after = _live(cluster, before_objects & after_objects)
+        dropped = sorted(o for o in before_objects - after_objects if o[0] in move.keep)
         assert not dropped, f"our chart no longer renders these objects of upstream's: {dropped}"
+        assert {o[0] for o in before_objects} >= move.keep, sorted(before_objects)
         replaced = sorted(
-            o for o in before_objects & after_objects if before.get(o) != after.get(o)
+            o for o in before_objects & after_objects if uid(before, o) != uid(after, o)
         )
         assert not replaced, f"deleted and recreated by the upgrade, not patched: {replaced}"
+        changed = sorted(
+            o
+            for o in before_objects & after_objects
+            if o[0] in move.same_data and _data(before, o) != _data(after, o)
+        )
+        assert not changed, f"data changed by the upgrade: {changed}"
         history = json.loads(
             helm4.run("history", move.release, "-o", "json", namespace=namespace).stdout
         )

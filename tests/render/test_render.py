@@ -76,7 +76,7 @@ def test_notes_show_no_secret_data(chart: charts.Chart, scenario: charts.Scenari
 
 UPSTREAM_NAMES: dict[str, tuple[dict[str, Any], set[tuple[str, str]]]] = {
     "slurm-bridge": (
-        {"nameOverride": "other-bridge", "scheduler": {"schedulerName": "other-scheduler"}},
+        {"nameOverride": "other-bridge", "schedulerConfig": {"schedulerName": "other-scheduler"}},
         {("ConfigMap", "slurm-bridge-config"), ("ConfigMap", "scheduler-config")},
     ),
     "slurm-operator": (

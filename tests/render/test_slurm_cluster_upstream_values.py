@@ -314,7 +314,8 @@ def test_pod_spec_and_metadata_pass_through_to_every_pod_template() -> None:
     for kind in CONTAINERS:
         doc = one(docs, kind)
         spec = doc["spec"]["template"]["spec"]
-        assert spec["nodeSelector"] == {"pool": "hpc"}, kind
+        # upstream's default kubernetes.io/os label stays: a values map merges with the default
+        assert spec["nodeSelector"] == {"kubernetes.io/os": "linux", "pool": "hpc"}, kind
         assert spec["tolerations"] == pod["tolerations"], kind
         assert spec["hostNetwork"] is True, kind
         assert spec["priorityClassName"] == "own", kind
@@ -384,11 +385,16 @@ def test_keys_are_created_under_the_secret_ref_upstream_names() -> None:
 )
 def test_no_key_is_created_without_create_or_for_an_external_daemon(values: dict[str, Any]) -> None:
     """As upstream: no key Secret with ``create: false`` or an external slurmctld or slurmdbd; the
-    objects still refer to the default names."""
+    objects still refer to upstream's default names, ``<fullname>-auth-slurm`` and
+    ``<fullname>-auth-jwt``."""
     docs = render(values)
-    assert not [n for n in secrets(docs) if n.endswith(("-slurm-key", "-jwt-key"))]
-    refs = [d["spec"]["slurmKeyRef"] for d in docs if d["kind"] in ("Controller", "Accounting")]
-    assert refs and all(r["name"].endswith("-slurm-key") and r["key"] == "slurm.key" for r in refs)
+    assert not [n for n in secrets(docs) if n.endswith(("-auth-slurm", "-auth-jwt"))]
+    objects = [d["spec"] for d in docs if d["kind"] in ("Controller", "Accounting")]
+    fullname = f"{helm.DEFAULT_RELEASE}-slurm"
+    assert objects
+    for spec in objects:
+        assert spec["slurmKeyRef"] == {"name": f"{fullname}-auth-slurm", "key": "slurm.key"}
+        assert spec["jwtKeyRef"] == {"name": f"{fullname}-auth-jwt", "key": "jwt.key"}
 
 
 # --- prolog and epilog scripts -----------------------------------------------------------------
@@ -632,12 +638,99 @@ def test_dcgm_off_adds_nothing() -> None:
     assert "volumes" not in one(docs, "NodeSet")["spec"]["template"]["spec"]
 
 
-def test_a3mega_presets_are_refused_by_name() -> None:
-    """Upstream's A3 Mega presets are not modelled: a non-empty list fails, naming the key."""
+A3MEGA_NETWORKS = ["default", *(f"vpc{i}" for i in range(1, 9))]
+
+
+def a3mega(**extra: Any) -> dict[str, Any]:
+    """Values with an A3 Mega entry targeting NodeSet ``gpu``, next to a plain NodeSet ``cpu``."""
+    entry = {"targetNodeSet": "gpu", "nodePool": "a3-pool", "networks": A3MEGA_NETWORKS}
+    return {
+        "nodesets": {"gpu": {"replicas": 2}, "cpu": {}},
+        "vendor": {"google": {"a3mega": [entry]}},
+        **extra,
+    }
+
+
+def nodeset(docs: list[Doc], key: str) -> Doc:
+    name = f"{helm.DEFAULT_RELEASE}-slurm-worker-{key}"
+    return next(d for d in docs if d["kind"] == "NodeSet" and d["metadata"]["name"] == name)
+
+
+def test_a3mega_configures_the_nodeset_it_targets() -> None:
+    """``vendor.google.a3mega`` (upstream's key) gives the targeted NodeSet its GKE node pool, the 9
+    networks (eth<i> on networks[i]), the TCPXO daemon sidecar with its host folders, the NCCL
+    device folder and 8 GPUs for slurmd, and ``Gres=gpu:nvidia_h100_80gb_hbm3:8``; the other
+    NodeSet is left as it was (values as in upstream's vendor_google_a3mega suite)."""
+    docs = render(a3mega())
+    spec = nodeset(docs, "gpu")["spec"]
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"]["cloud.google.com/gke-nodepool"] == "a3-pool"
+    annotations = spec["template"]["metadata"]["annotations"]
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    assert annotations["networking.gke.io/interfaces"] == (
+        "[\n"
+        '  {"interfaceName":"eth0","network":"default"},\n'
+        '  {"interfaceName":"eth1","network":"vpc1"},\n'
+        '  {"interfaceName":"eth2","network":"vpc2"},\n'
+        '  {"interfaceName":"eth3","network":"vpc3"},\n'
+        '  {"interfaceName":"eth4","network":"vpc4"},\n'
+        '  {"interfaceName":"eth5","network":"vpc5"},\n'
+        '  {"interfaceName":"eth6","network":"vpc6"},\n'
+        '  {"interfaceName":"eth7","network":"vpc7"},\n'
+        '  {"interfaceName":"eth8","network":"vpc8"}\n'
+        "]\n"
+    )
+    daemon = next(c for c in pod["containers"] if c["name"] == "tcpxo-daemon")
+    assert (
+        daemon["image"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+    )
+    assert daemon["securityContext"] == {"capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}}
+    assert "--num_nics=8" in daemon["args"][0]
+    assert {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]} == {
+        "libraries": "/home/kubernetes/bin/nvidia/lib64",
+        "sys": "/sys",
+        "proc-sys": "/proc/sys",
+        "aperture-devices": "/dev/aperture_devices",
+    }
+    slurmd = spec["slurmd"]
+    assert slurmd["resources"] == {
+        "requests": {"nvidia.com/gpu": 8},
+        "limits": {"nvidia.com/gpu": 8},
+    }
+    assert {"name": "aperture-devices", "mountPath": "/dev/aperture_devices"} in slurmd[
+        "volumeMounts"
+    ]
+    assert {"name": "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "value": "/dev/aperture_devices"} in (
+        slurmd["env"]
+    )
+    assert spec["extraConf"] == "Gres=gpu:nvidia_h100_80gb_hbm3:8"
+    other = nodeset(docs, "cpu")["spec"]
+    assert "extraConf" not in other
+    assert "containers" not in other["template"]["spec"]
+    assert "annotations" not in other["template"]["metadata"]
+
+
+def test_a3mega_serves_gres_conf_unless_the_cluster_has_one() -> None:
+    """With an A3 Mega entry the chart serves gres.conf ``AutoDetect=nvidia`` in
+    ``<fullname>-config-a3mega`` (a configFileRef of the Controller), but not when
+    ``configFiles`` has a gres.conf."""
+    name = f"{helm.DEFAULT_RELEASE}-slurm-config-a3mega"
+    docs = render(a3mega())
+    config = next(d for d in docs if d["metadata"]["name"] == name)
+    assert config["kind"] == "ConfigMap"
+    assert config["data"] == {"gres.conf": "AutoDetect=nvidia\n"}
+    assert {"name": name} in one(docs, "Controller")["spec"]["configFileRefs"]
+    docs = render(a3mega(configFiles={"gres.conf": "AutoDetect=off\n"}))
+    assert not [d for d in docs if d["metadata"]["name"] == name]
+    assert {"name": name} not in one(docs, "Controller")["spec"]["configFileRefs"]
+
+
+def test_a3mega_entry_without_node_pool_is_refused_by_name() -> None:
+    """An A3 Mega entry must name its node pool: the schema names the entry."""
     values = {"vendor": {"google": {"a3mega": [{"targetNodeSet": "gpu"}]}}}
     result = helm.template(CHART.path, values, kube_version=NEWEST)
     assert not result.ok
-    assert "at '/vendor/google/a3mega'" in result.stderr, result.stderr
+    assert "at '/vendor/google/a3mega/0'" in result.stderr, result.stderr
 
 
 # --- controller.persistence --------------------------------------------------------------------
@@ -680,36 +773,51 @@ def test_accounting_storage_config_as_upstream() -> None:
     assert one(docs, "Accounting")["spec"]["storageConfig"] == storage
 
 
-def test_service_monitor_endpoints_as_upstream() -> None:
-    """``controller.metrics.serviceMonitor.endpoints`` (upstream's key) gives one scrape endpoint
-    per entry on the metrics port, with the monitor's interval and time-out."""
+def test_service_monitor_goes_to_the_controller_as_upstream() -> None:
+    """``controller.metrics`` (upstream's keys, ``serviceMonitor`` with its ``endpoints``) is the
+    Controller's ``spec.metrics``, from which the operator makes the ServiceMonitor: the chart
+    renders none itself, and its own ``serviceAnnotations`` stays out of the Controller."""
     metrics = {
+        "enabled": True,
+        "serviceAnnotations": {"a": "b"},
+        "serviceMonitor": {
+            "enabled": True,
+            "interval": "15s",
+            "labels": {"release": "prom"},
+            "endpoints": [{"path": "/metrics/jobs", "scrapeTimeout": "5s"}],
+        },
+    }
+    docs = render({"controller": {"metrics": metrics}})
+    assert not [d for d in docs if d["kind"] == "ServiceMonitor"]
+    assert one(docs, "Controller")["spec"]["metrics"] == {
         "enabled": True,
         "serviceMonitor": {
             "enabled": True,
             "interval": "15s",
-            "endpoints": [{"path": "/metrics/jobs", "honorLabels": True}],
+            "scrapeTimeout": "25s",
+            "labels": {"release": "prom"},
+            "annotations": {},
+            "endpoints": [{"path": "/metrics/jobs", "scrapeTimeout": "5s"}],
         },
     }
-    docs = render({"controller": {"metrics": metrics}})
-    assert one(docs, "ServiceMonitor")["spec"]["endpoints"] == [
-        {
-            "path": "/metrics/jobs",
-            "honorLabels": True,
-            "port": "metrics",
-            "scheme": "http",
-            "interval": "15s",
-            "scrapeTimeout": "25s",
-        }
-    ]
+
+
+def test_service_monitor_endpoints_take_only_the_operators_fields() -> None:
+    """An endpoint field the Controller's MetricEndpoint lacks (the operator would drop it) is
+    refused, naming the endpoint."""
+    metrics = {"serviceMonitor": {"endpoints": [{"path": "/metrics/jobs", "honorLabels": True}]}}
+    result = helm.template(CHART.path, {"controller": {"metrics": metrics}}, kube_version=NEWEST)
+    assert not result.ok
+    assert "at '/controller/metrics/serviceMonitor/endpoints/0'" in result.stderr, result.stderr
 
 
 def test_oversubscribe_node_passes_to_the_nodeset() -> None:
-    """``nodesets.<n>.oversubscribeNode`` (upstream's key) reaches the NodeSet; off, it is left out."""
+    """``nodesets.<n>.oversubscribeNode`` (upstream's key) reaches the NodeSet, false by default
+    (rendered, as upstream renders it)."""
     assert (
         one(render({"nodesets": {"cpu": {"oversubscribeNode": True}}}), "NodeSet")["spec"][
             "oversubscribeNode"
         ]
         is True
     )
-    assert "oversubscribeNode" not in one(render({"nodesets": {"cpu": {}}}), "NodeSet")["spec"]
+    assert one(render({"nodesets": {"cpu": {}}}), "NodeSet")["spec"]["oversubscribeNode"] is False

@@ -337,7 +337,7 @@ PASS_THROUGH: list[Any] = [
     pytest.param(
         "slurm-cluster",
         {"restapi": {"replicas": 3}},
-        ("RestApi", "rel-slurm-cluster", "spec.replicas", 3),
+        ("RestApi", "rel-slurm", "spec.replicas", 3),
         id="slurm-cluster",
     ),
     pytest.param(
@@ -348,7 +348,7 @@ PASS_THROUGH: list[Any] = [
     ),
     pytest.param(
         "slurm-bridge",
-        {"scheduler": {"replicas": 2}},
+        {"scheduler": {"replicaCount": 2, "leaderElect": True}},
         ("Deployment", "slurm-bridge-scheduler", "spec.replicas", 2),
         id="slurm-bridge",
     ),

@@ -40,16 +40,21 @@ def _raw_tests(path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("chart", CHARTS)
 def test_the_cases_are_upstreams_defaults_and_one_per_test_of_its_suites(chart: str) -> None:
-    """One case for upstream's defaults, then one per entry of each suite's ``tests:`` (counted
-    here from the raw files), each test with a ``set:`` giving a non-empty values overlay."""
+    """One case for upstream's defaults, one for upstream's values.yaml passed as a file (the
+    chart's top-level keys, as ``helm show values`` of upstream's chart prints them), then one
+    per entry of each suite's ``tests:`` (counted here from the raw files), each test with a
+    ``set:`` giving a non-empty values overlay."""
     files = upstream.suite_files(chart)
     assert KNOWN_SUITES[chart] <= {f.name for f in files}
     raw = [test for path in files for test in _raw_tests(path)]
     cases = upstream.all_cases(chart)
-    assert len(cases) == 1 + len(raw)
+    assert len(cases) == 2 + len(raw)
     assert cases[0].id == "defaults"
     assert cases[0].values == {}
-    for case, test in zip(cases[1:], raw, strict=True):
+    shown = client.Helm.pinned().run("show", "values", str(upstream.upstream_chart(chart)))
+    assert cases[1].id == "values.yaml"
+    assert set(cases[1].values) == set(yaml.safe_load(shown.stdout)) != set()
+    for case, test in zip(cases[2:], raw, strict=True):
         assert case.id.endswith(str(test.get("it", "")))
         assert bool(case.values) == bool(test.get("set") or test.get("values")), case.id
 

@@ -206,6 +206,13 @@ LABELER_ROWS = (
 BRIDGE = "slurm-bridge"
 BRIDGE_ROWS = (
     Row(
+        "scheduler-replicas-without-leader-elect",
+        BRIDGE,
+        {"scheduler": {"replicaCount": 2}},
+        "scheduler.replicaCount is 2 but scheduler.leaderElect is false: several schedulers would bind the "
+        "same pods at once. Set `scheduler.leaderElect: true` or `scheduler.replicaCount: 1`.",
+    ),
+    Row(
         "replicas-without-leader-election",
         BRIDGE,
         {"controllers": {"replicas": 2, "leaderElection": {"enabled": False}}},
@@ -215,14 +222,24 @@ BRIDGE_ROWS = (
     Row(
         "lease-not-above-renew",
         BRIDGE,
-        {"scheduler": {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}}},
+        {
+            "scheduler": {
+                "leaderElect": True,
+                "leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"},
+            }
+        },
         "scheduler.leaderElection.leaseDuration (10s) must be longer than scheduler.leaderElection.renewDeadline "
         "(10s): kube-scheduler refuses to start. The defaults are 15s and 10s.",
     ),
     Row(
         "renew-not-above-retry-jitter",
         BRIDGE,
-        {"scheduler": {"leaderElection": {"renewDeadline": "2400ms", "retryPeriod": "2s"}}},
+        {
+            "scheduler": {
+                "leaderElect": True,
+                "leaderElection": {"renewDeadline": "2400ms", "retryPeriod": "2s"},
+            }
+        },
         "scheduler.leaderElection.renewDeadline (2400ms) must be longer than 1.2 x "
         "scheduler.leaderElection.retryPeriod (2s): kube-scheduler refuses to start. The defaults are 10s and 2s.",
     ),
@@ -337,48 +354,43 @@ BRIDGE_ROWS = (
     Row(
         "protected-namespace",
         BRIDGE,
-        {"managedNamespaces": ["batch", "kube-system"]},
-        'managedNamespaces[1] is "kube-system", a protected namespace (kube-system, kube-public, '
-        "kube-node-lease, the release namespace, the slurm-cluster namespace `slurm.cluster.namespace` or the "
-        "operator's `operatorNamespace`: kube-node-lease, kube-public, kube-system, slinky, suite-ns): their "
-        "pods (the bridge, Slurm's daemons, the operator) must never wait for Slurm, and the webhooks skip "
-        "them. Remove it from the list.",
+        {"admission": {"managedNamespaces": ["batch", "kube-system"]}},
+        'admission.managedNamespaces[1] is "kube-system", a protected namespace (kube-system, kube-public, '
+        "kube-node-lease, the release namespace, the namespace of the slurmrestd Service in "
+        "`sharedConfig.slurmRestApi` or the operator's `operatorNamespace`: kube-node-lease, kube-public, "
+        "kube-system, slinky, slurm, suite-ns): their pods (the bridge, Slurm's daemons, the operator) must "
+        "never wait for Slurm, and the webhooks skip them. Remove it from the list.",
     ),
     Row(
         "selector-matches-everything",
         BRIDGE,
-        {"managedNamespaceSelector": {"matchLabels": {}}},
-        "managedNamespaceSelector has no matchLabels and no matchExpressions: such a selector matches EVERY "
-        'namespace. Give it labels (e.g. `matchLabels: {slinky.slurm.net/slurm-bridge: "true"}`), or set '
-        "`manageAllNamespaces: true` (and `managedNamespaceSelector: {}`) if every namespace but the protected "
-        "ones is really meant.",
+        {"admission": {"managedNamespaceSelector": {"matchLabels": {}}}},
+        "admission.managedNamespaceSelector has no matchLabels and no matchExpressions: such a selector "
+        'matches EVERY namespace. Give it labels (e.g. `matchLabels: {slinky.slurm.net/slurm-bridge: "true"}`), '
+        "or set `admission.manageAllNamespaces: true` (and `admission.managedNamespaceSelector: {}`) if every "
+        "namespace but the protected ones is really meant.",
     ),
     Row(
         "all-namespaces-and-selector",
         BRIDGE,
         {
-            "manageAllNamespaces": True,
-            "managedNamespaceSelector": {"matchLabels": {"slurm": "yes"}},
+            "admission": {
+                "manageAllNamespaces": True,
+                "managedNamespaceSelector": {"matchLabels": {"slurm": "yes"}},
+            }
         },
-        "manageAllNamespaces is true and managedNamespaceSelector is set: choose one. `manageAllNamespaces: "
-        "true` bridges every namespace but the protected ones; a selector bridges only the namespaces it "
-        "matches.",
+        "admission.manageAllNamespaces is true and admission.managedNamespaceSelector is set: choose one. "
+        "`manageAllNamespaces: true` bridges every namespace but the protected ones; a selector bridges only "
+        "the namespaces it matches.",
     ),
     Row(
-        "token-in-another-namespace",
+        "jwt-secret-is-the-key-secret",
         BRIDGE,
-        {"slurm": {"cluster": {"namespace": "slurm"}}},
-        'slurm.cluster.namespace is "slurm" but this release is in "suite-ns": the Token must sit next to the '
-        "jwt.key Secret it signs with, and the pods read the JWT from this namespace. Copy jwt.key into "
-        '"suite-ns" and set `slurm.jwt.token.jwtKeySecret`, or mint a token yourself and set '
-        "`slurm.jwt.existingSecret`.",
-    ),
-    Row(
-        "own-jwt-and-token-secret",
-        BRIDGE,
-        {"slurm": {"jwt": {"existingSecret": "jwt", "token": {"secretName": "minted"}}}},
-        "slurm.jwt.existingSecret and slurm.jwt.token.secretName are both set: existingSecret means no Token "
-        "is rendered. Keep one.",
+        {"token": {"jwtKeySecretRef": {"name": "slurm-bridge-token"}}},
+        'sharedConfig.slurmJwtSecret and token.jwtKeySecretRef.name are both "slurm-bridge-token": the Token '
+        "would overwrite Slurm's JWT key with the token it signs. sharedConfig.slurmJwtSecret names the Secret "
+        "the Token writes (default slurm-bridge-token); token.jwtKeySecretRef.name names slurm-cluster's key "
+        "Secret (e.g. slurm-auth-jwt).",
     ),
     Row(
         "service-accounts-collide",
@@ -409,7 +421,8 @@ BRIDGE_ROWS = (
         "image-repository-required",
         BRIDGE,
         {"scheduler": {"image": {"repository": ""}}},
-        "an image repository is required (image.repository)",
+        "scheduler.image.repository is required: the image repository with its registry, e.g. "
+        "ghcr.io/slinkyproject/slurm-bridge-scheduler",
         schema=("/scheduler/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),
@@ -972,6 +985,22 @@ CLUSTER_ROWS = (
         {"sssd": {"conf": "  \n"}},
         "sssd.conf is empty and sssd.secretRef.name is not set: login and SSH-enabled NodeSets need an "
         "sssd.conf.",
+    ),
+    Row(
+        "a3mega-networks",
+        CLUSTER,
+        {
+            "nodesets": {"gpu": {"replicas": 1}},
+            "vendor": {
+                "google": {
+                    "a3mega": [
+                        {"targetNodeSet": "gpu", "nodePool": "a3", "networks": ["default", "vpc1"]}
+                    ]
+                }
+            },
+        },
+        "Google Cloud GKE A3 Mega requires exactly 9 networks, but 2 were specified. Set "
+        "`vendor.google.a3mega[0].networks` to the 9 VPC networks of the node pool (eth0 on the first).",
     ),
     Row(
         "image-repository-required",

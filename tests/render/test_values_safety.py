@@ -149,14 +149,24 @@ INJECTIONS = [
         id="topology-params-newline",
     ),
     pytest.param(
-        {"nodesets": {"compute": {"slurmdConf": {"Features": "a\nSlurmUser=root"}}}},
-        "nodesets.compute.slurmdConf.Features",
-        id="slurmdConf-value-newline",
+        {"nodesets": {"compute": {"extraConfMap": {"Features": "a\nSlurmUser=root"}}}},
+        "nodesets.compute.extraConfMap.Features",
+        id="extraConfMap-value-newline",
     ),
     pytest.param(
-        {"nodesets": {"compute": {"slurmdConf": {"Features\rWeight": "1"}}}},
-        "nodesets.compute.slurmdConf",
-        id="slurmdConf-key-cr",
+        {"nodesets": {"compute": {"extraConfMap": {"Features\rWeight": "1"}}}},
+        "nodesets.compute.extraConfMap",
+        id="extraConfMap-key-cr",
+    ),
+    pytest.param(
+        {"nodesets": {"compute": {"extraConf": "Weight=1\nSlurmUser=root"}}},
+        "nodesets.compute.extraConf",
+        id="nodeset-extraConf-newline",
+    ),
+    pytest.param(
+        {"nodesets": {"compute": {"extraConf": "Weight=1\x7f"}}},
+        "nodesets.compute.extraConf",
+        id="nodeset-extraConf-control-character",
     ),
     pytest.param(
         {"accounting": {"enabled": True, "storageConfig": {"username": "slurm\nStorageUser=root"}}},
@@ -199,7 +209,7 @@ def test_safe_slurm_values_render_one_line_each() -> None:
         "partitions": {
             "p1": {**PARTITION, "configMap": {"MaxTime": "1-00:00:00", "Default": "NO"}}
         },
-        "nodesets": {"compute": {"slurmdConf": {"Features": ["ib", "nvme"], "Weight": 10}}},
+        "nodesets": {"compute": {"extraConfMap": {"Features": ["ib", "nvme"], "Weight": 10}}},
     }
     result = render("slurm-cluster", values)
     assert result.ok, result.describe()
@@ -353,6 +363,18 @@ def test_rejection_names_the_key_path(values: dict[str, Any], path: str) -> None
             "scheduler.featureGates",
             id="bridge-feature-gate-name",
         ),
+        pytest.param(
+            "gpu-topology-labeler",
+            {"controller": {"podLabels": {"bad key!": "x"}, "replicas": 1}},
+            "controller.podLabels",
+            id="labeler-label-key",
+        ),
+        pytest.param(
+            "slurm-operator",
+            {"operator": {"resources": {"limits": {"bad name!": 1}}, "replicas": 1}},
+            "operator.resources.limits",
+            id="operator-resource-name",
+        ),
     ],
 )
 def test_map_key_rejections_name_the_key_path(
@@ -391,43 +413,55 @@ def bridge_config(result: helm.HelmResult) -> Doc:
     ("values", "path"),
     [
         pytest.param(
-            {"scheduler": {"schedulerName": "default-scheduler"}},
-            "scheduler.schedulerName",
+            {"schedulerConfig": {"schedulerName": "default-scheduler"}},
+            "schedulerConfig.schedulerName",
             id="default-scheduler",
         ),
         pytest.param(
-            {"managedNamespaceSelector": {"matchLabels": {}}},
-            "managedNamespaceSelector",
+            {"admission": {"managedNamespaceSelector": {"matchLabels": {}}}},
+            "admission.managedNamespaceSelector",
             id="empty-matchLabels-selector",
         ),
         pytest.param(
-            {"managedNamespaceSelector": {"matchExpressions": []}},
-            "managedNamespaceSelector",
+            {"admission": {"managedNamespaceSelector": {"matchExpressions": []}}},
+            "admission.managedNamespaceSelector",
             id="empty-matchExpressions-selector",
         ),
         pytest.param(
-            {"managedNamespaceSelector": {"matchLabel": {"team": "a"}}},
-            "managedNamespaceSelector",
+            {"admission": {"managedNamespaceSelector": {"matchLabel": {"team": "a"}}}},
+            "admission.managedNamespaceSelector",
             id="misspelled-selector",
         ),
         pytest.param(
-            {"managedNamespaces": ["slinky"]}, "managedNamespaces", id="operator-namespace"
+            {"admission": {"managedNamespaces": ["slinky"]}},
+            "admission.managedNamespaces",
+            id="operator-namespace",
         ),
         pytest.param(
             {
-                "slurm": {"cluster": {"namespace": "slurm"}, "jwt": {"existingSecret": "jwt"}},
-                "managedNamespaces": ["slurm"],
+                "sharedConfig": {"slurmRestApi": "http://hpc-restapi.hpc:6820"},
+                "admission": {"managedNamespaces": ["hpc"]},
             },
-            "managedNamespaces",
+            "admission.managedNamespaces",
             id="slurm-namespace",
         ),
         pytest.param(
-            {"scheduler": {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "15s"}}},
+            {
+                "scheduler": {
+                    "leaderElect": True,
+                    "leaderElection": {"leaseDuration": "10s", "renewDeadline": "15s"},
+                }
+            },
             "scheduler.leaderElection.leaseDuration",
             id="lease-shorter-than-renew",
         ),
         pytest.param(
-            {"scheduler": {"leaderElection": {"renewDeadline": "10s", "retryPeriod": "9s"}}},
+            {
+                "scheduler": {
+                    "leaderElect": True,
+                    "leaderElection": {"renewDeadline": "10s", "retryPeriod": "9s"},
+                }
+            },
             "scheduler.leaderElection.renewDeadline",
             id="renew-within-jittered-retry",
         ),
@@ -448,10 +482,12 @@ def test_bridge_never_bridges_operator_or_slurm_namespaces() -> None:
     """The webhooks skip kube-system, the release, Slurm's and the operator's namespaces, also
     under a user namespaceSelector, and config.yaml's selector excludes them too."""
     values = {
-        "slurm": {"cluster": {"namespace": "slurm"}, "jwt": {"existingSecret": "jwt"}},
+        "sharedConfig": {"slurmRestApi": "http://slurm-restapi.slurm.svc:6820"},
         "operatorNamespace": "ops",
-        "managedNamespaceSelector": {"matchLabels": {"team": "hpc"}},
-        "admission": {"namespaceSelector": {"matchLabels": {"bridge": "enabled"}}},
+        "admission": {
+            "managedNamespaceSelector": {"matchLabels": {"team": "hpc"}},
+            "namespaceSelector": {"matchLabels": {"bridge": "enabled"}},
+        },
     }
     result = render("slurm-bridge", values)
     assert result.ok, result.describe()
@@ -467,8 +503,10 @@ def test_bridge_never_bridges_operator_or_slurm_namespaces() -> None:
 
 
 def test_bridge_all_namespaces_is_an_explicit_opt_in() -> None:
-    """`manageAllNamespaces: true` bridges every namespace but the protected ones."""
-    result = render("slurm-bridge", {"manageAllNamespaces": True, "managedNamespaces": []})
+    """`admission.manageAllNamespaces: true` bridges every namespace but the protected ones."""
+    result = render(
+        "slurm-bridge", {"admission": {"manageAllNamespaces": True, "managedNamespaces": []}}
+    )
     assert result.ok, result.describe()
     managed = bridge_config(result)["managedNamespaceSelector"]
     assert set(managed) == {"matchExpressions"}

@@ -219,3 +219,23 @@ def test_cli_check(slurm_root: Path, slurm_data: Path, capsys: pytest.CaptureFix
     assert "fatal" in err
     assert slurm_main(["--nonsense"]) == 2
     assert slurm_main([]) == 2
+
+
+def test_restart_keeps_the_saved_state_and_reads_the_new_files(start_ctld: CtldFactory) -> None:
+    """``restart`` stops slurmctld and starts it on new files with the state it saved, as a
+    slurmctld pod restarting on its volume: a held job and a dynamic node survive, the new
+    slurm.conf is in force, and a plain start (a new pod without the volume) forgets both."""
+    conf = "MaxNodeCount=8\nPartitionName=all Nodes=ALL Default=YES MaxTime=10\n"
+    with start_ctld({"slurm.conf": conf}) as ctld:
+        ctld.create_node("dyn-0", Features="dyn")
+        job = ctld.submit("--hold", "--wrap", "true")
+        assert ctld.job(job)["JobState"] == "PENDING"
+        before = ctld.pid
+        ctld.restart({"slurm.conf": conf.replace("MaxTime=10", "MaxTime=20")})
+        assert ctld.pid != before, "slurmctld was not restarted"
+        assert ctld.job(job)["JobState"] == "PENDING", "the held job was forgotten"
+        assert "dyn-0" in ctld.hostnames(ctld.sinfo("-h", "-N", "-o", "%N").strip() or "none")
+        (part,) = parse_records(ctld.scontrol("show", "partition", "-o", "all"))
+        assert part["MaxTime"] == "00:20:00"
+    with start_ctld({"slurm.conf": conf}) as fresh:
+        assert fresh.job(job) == {}

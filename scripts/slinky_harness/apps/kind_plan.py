@@ -169,10 +169,10 @@ def chart_values(
 
 
 def scheduler_name(values: Mapping[str, Any]) -> str:
-    name = (values.get("scheduler") or {}).get("schedulerName")
+    name = (values.get("schedulerConfig") or {}).get("schedulerName")
     if not name:
         raise KindError(
-            "the slurm-bridge values of the kind run must set scheduler.schedulerName "
+            "the slurm-bridge values of the kind run must set schedulerConfig.schedulerName "
             "(it is the value of the managed-node taint in scripts/slinky_harness/apps/kind_cluster/cluster.yaml)"
         )
     return str(name)
@@ -414,11 +414,14 @@ def build_plan(spec: PlanInput) -> tuple[list[Step], list[Step]]:
             )
         )
     bridge_values = values["slurm-bridge"][0]
-    cluster_ref = (bridge_values.get("slurm") or {}).get("cluster") or {}
+    shared = bridge_values.get("sharedConfig") or {}
     release_args: tuple[str, ...] = ()
-    if not cluster_ref.get("release"):
-        # One argv word: ct passes the value to helm split on whitespace.
-        release_args = ("--helm-extra-set-args=--set=slurm.cluster.release=${cluster_release}",)
+    if not shared.get("slurmRestApi"):
+        # slurmrestd of the release ct created (its Service "<release>-restapi"; the bridge, in the
+        # same namespace, derives the JWT key Secret from it). One argv word: ct passes the value
+        # to helm split on whitespace.
+        url = f"http://${{cluster_release}}-restapi.{slurm_ns}:6820"
+        release_args = (f"--helm-extra-set-args=--set=sharedConfig.slurmRestApi={url}",)
     steps += ct_install("slurm-bridge", *release_args)
     bridge_workers = [w.name for w in spec.workers if w.bridge]
     if not bridge_workers:

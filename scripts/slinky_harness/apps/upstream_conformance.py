@@ -1,8 +1,9 @@
 """How far our charts are from drop-in successors of upstream Slinky's v1.2.1 charts.
 
 For each upstream chart (``slurm``, ``slurm-operator``, ``slurm-bridge``) and ours that succeeds it,
-renders upstream's defaults and every test overlay of upstream's helm-unittest suites with both
-charts (:mod:`slinky_harness.helm.upstream` says how) and prints per chart: the cases, how many
+renders upstream's defaults, upstream's values.yaml as a values file, and every test overlay of
+upstream's helm-unittest suites with both charts (:mod:`slinky_harness.helm.upstream` says how)
+and prints per chart: the cases, how many
 upstream renders, how many ours accepts, and of those how many render equal or different Slinky
 resources, less the documented intentional differences (``--intentional-file``, default
 ``tests/render/upstream_intentional_differences.yaml``; each one used is listed with its count of

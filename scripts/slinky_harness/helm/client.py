@@ -90,6 +90,8 @@ class HelmResult:
     stderr: str
     docs: list[dict[str, Any]] = field(default_factory=list)
     notes: str = ""
+    retried: str = ""
+    """Why the command was run a second time (:func:`install_past_webhook_race`), if it was."""
 
     @property
     def ok(self) -> bool:
@@ -145,6 +147,37 @@ class Helm:
         if check and not result.ok:
             raise HelmError(f"helm {' '.join(args)} failed: {result.describe()}\n{result.stdout}")
         return result
+
+
+WEBHOOK_CACHE_RACE = re.compile(r'denied the request: ConfigMap "([^"]+)" not found')
+"""Upstream's v1.2.1 webhook refusing a Controller for a ConfigMap the same install made: it
+reads ConfigMaps through its informer cache, which can lag the API server by the few
+milliseconds between Helm's ConfigMap and Controller writes."""
+
+
+def install_past_webhook_race(helm: Helm, release: str, chart: str, *args: str) -> HelmResult:
+    """``helm install RELEASE CHART ARGS`` (``ARGS`` hold ``-n NAMESPACE``), retried once as
+    ``helm upgrade --install`` when the webhook refused for :data:`WEBHOOK_CACHE_RACE` and the
+    ConfigMap does exist; a ConfigMap that really is missing fails the retry too. Returns the
+    last result (not checked); ``retried`` on it says whether the race was seen."""
+    first = helm.run("install", release, chart, *args, check=False)
+    race = WEBHOOK_CACHE_RACE.search(first.stderr)
+    if first.ok or race is None or helm.cluster is None:
+        return first
+    flag = "-n" if "-n" in args else "--namespace"
+    namespace = args[args.index(flag) + 1] if flag in args else "default"
+    found = helm.cluster.kubectl(
+        "get", "configmap", race.group(1), "-n", namespace, "--ignore-not-found", "-o", "name",
+        check=False,
+    )  # fmt: skip
+    if not found.strip():
+        return first
+    again = helm.run(
+        "upgrade", "--install", release, chart, *[a for a in args if a != "--create-namespace"],
+        check=False,
+    )  # fmt: skip
+    again.retried = race.group(0)
+    return again
 
 
 _LINK_NOTICE = re.compile(

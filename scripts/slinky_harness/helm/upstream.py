@@ -19,13 +19,12 @@ they are from that, never copying anything of upstream into the repository:
   name and namespace; a schema or template failure means "not accepted". When both render, the
   Slinky custom resources (group ``slinky.slurm.net``) and, for the operator and bridge charts,
   each Deployment's container images, arguments and environment are compared on every field
-  upstream sets; for a chart whose :attr:`UpstreamChart.names` is set, also every object's kind,
-  name and namespace, each Deployment's selector, ServiceAccount and mounted ConfigMaps and
-  Secrets, and each Service's selector and ``clusterIP`` (what ``helm upgrade`` of an upstream
-  release needs to keep). For a chart whose :attr:`UpstreamChart.kept` names kinds,
-  every object of those kinds that upstream renders must exist in ours under the same name and each
-  Deployment's selector must equal upstream's. The documented intentional differences
-  (:data:`INTENTIONAL_FILE`, read by :func:`load_intentional`) are left out.
+  upstream sets; and for the kinds :attr:`UpstreamChart.kept` names (``"*"``: all), every object
+  upstream renders must exist in ours under the same kind and name, with the same namespace,
+  Deployment selector, ServiceAccount and mounted ConfigMaps and Secrets, and Service selector and
+  ``clusterIP`` (what ``helm upgrade`` of an upstream release needs to keep). The documented
+  intentional differences (:data:`INTENTIONAL_FILE`, read by :func:`load_intentional`) are left
+  out.
 
 helm-unittest's ``set`` (see :func:`parse_set_path`) and the way it layers a test's values are
 reproduced from its documentation and behaviour: values files first (the test's, then the
@@ -45,6 +44,7 @@ import hashlib
 import json
 import os
 import re
+import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -111,13 +111,11 @@ class UpstreamChart:
     """The suites' folder inside ``module``."""
     deployments: bool
     """Whether each Deployment's images, arguments and environment are compared too."""
-    names: bool = False
-    """Whether object names, namespaces, selectors, ServiceAccounts, mounted ConfigMaps and Secrets
-    and Service ``clusterIP`` are compared too (what an in-place ``helm upgrade`` needs)."""
     kept: tuple[str, ...] = ()
-    """Kinds whose names ``helm upgrade`` from upstream's release must keep: every object of these
-    kinds that upstream renders, ours renders with the same name (more is fine: our extensions),
-    and each Deployment's selector, which Kubernetes never lets change, equals upstream's."""
+    """Kinds (``"*"``: all) whose objects ``helm upgrade`` from upstream's release must keep:
+    every object of these kinds that upstream renders, ours renders under the same name (more is
+    fine: our extensions), with the same identity (namespace, selectors, ServiceAccount, mounted
+    ConfigMaps and Secrets, Service ``clusterIP``; see :func:`_identity`)."""
 
     @property
     def our_path(self) -> Path:
@@ -127,7 +125,9 @@ class UpstreamChart:
 CHARTS: dict[str, UpstreamChart] = {
     chart.name: chart
     for chart in (
-        UpstreamChart("slurm", "slurm-cluster", OPERATOR_MODULE, "helm/slurm/tests", False),
+        UpstreamChart(
+            "slurm", "slurm-cluster", OPERATOR_MODULE, "helm/slurm/tests", False, kept=("*",)
+        ),
         UpstreamChart(
             "slurm-operator",
             "slurm-operator",
@@ -149,7 +149,12 @@ CHARTS: dict[str, UpstreamChart] = {
             ),
         ),
         UpstreamChart(
-            "slurm-bridge", "slurm-bridge", BRIDGE_MODULE, "helm/slurm-bridge/tests", True, True
+            "slurm-bridge",
+            "slurm-bridge",
+            BRIDGE_MODULE,
+            "helm/slurm-bridge/tests",
+            True,
+            kept=("*",),
         ),
     )
 }
@@ -408,13 +413,34 @@ def suite_files(chart: str) -> list[Path]:
     return files
 
 
+def upstream_values(chart: str) -> dict[str, Any]:
+    """Upstream's own ``values.yaml`` of ``chart``, read from its archive (:func:`upstream_chart`):
+    the file an upstream user starts theirs from."""
+    archive = upstream_chart(chart)
+    where = f"{archive}: {chart}/values.yaml"
+    try:
+        with tarfile.open(archive) as tar:
+            member = tar.extractfile(f"{chart}/values.yaml")
+            text = member.read().decode("utf-8") if member else ""
+        raw = yaml.safe_load(text)
+    except (OSError, KeyError, tarfile.TarError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UpstreamError(f"{where}: cannot read it: {exc}") from exc
+    return _mapping(raw, where)
+
+
 def all_cases(chart: str) -> list[TestCase]:
-    """Upstream's defaults (with the suites' usual release) then every test of every suite."""
+    """Upstream's defaults, then upstream's ``values.yaml`` given as a values file (what a user who
+    copied it passes with ``-f``), both with the suites' usual release, then every test of every
+    suite."""
     cases: list[TestCase] = []
     for suite in suite_files(chart):
         cases += load_cases(chart, suite)
-    first = cases[0]
-    return [TestCase(chart, "defaults", {}, first.release, first.namespace), *cases]
+    release, namespace = cases[0].release, cases[0].namespace
+    return [
+        TestCase(chart, "defaults", {}, release, namespace),
+        TestCase(chart, "values.yaml", upstream_values(chart), release, namespace),
+        *cases,
+    ]
 
 
 # --- upstream's charts -----------------------------------------------------------------------
@@ -770,15 +796,19 @@ def _identity(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _compare_names(
-    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]]
+def _kept(
+    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]], kinds: Sequence[str]
 ) -> list[Difference]:
-    """Every object upstream renders that ours does not render under the same kind and name,
-    and where a pair's :func:`_identity` differs (``identity.<field>``)."""
+    """Every object of ``kinds`` (``"*"``: of any kind) that upstream renders and ours does not
+    render under the same kind and name, and where a pair's :func:`_identity` differs
+    (``identity.<field>``, a field either side sets). Objects only ours renders (our
+    extensions) are no difference."""
     by_key = {(str(d.get("kind")), _name(d)): d for d in ours}
     found: list[Difference] = []
     for up in upstream:
         kind = str(up.get("kind"))
+        if "*" not in kinds and kind not in kinds:
+            continue
         our = by_key.get((kind, _name(up)))
         if our is None:
             found.append(Difference(kind, _name(up), "", "renders it", "does not"))
@@ -786,33 +816,10 @@ def _compare_names(
         up_fields, our_fields = _pruned(_identity(up)), _pruned(_identity(our))
         for path, up_value, our_value in _diff_fields(up_fields, our_fields, "identity"):
             found.append(Difference(kind, _name(up), path, up_value, our_value))
-    return found
-
-
-def _kept(
-    upstream: Sequence[dict[str, Any]], ours: Sequence[dict[str, Any]], kinds: Sequence[str]
-) -> list[Difference]:
-    """Objects of ``kinds`` that upstream renders and ours does not render under the same name,
-    and Deployments (of the same name) whose selector differs from upstream's."""
-    found: list[Difference] = []
-    our_docs = {(str(d.get("kind")), _name(d)): d for d in ours}
-    for doc in upstream:
-        kind = str(doc.get("kind"))
-        if kind not in kinds:
-            continue
-        mine = our_docs.get((kind, _name(doc)))
-        if mine is None:
-            found.append(Difference(kind, _name(doc), "", "renders it", "not under this name"))
-        elif kind == "Deployment":
-            up_selector, our_selector = (
-                _mapping(_mapping(d.get("spec"), "spec").get("selector"), "spec.selector")
-                for d in (doc, mine)
-            )
-            if up_selector != our_selector:
-                path = "spec.selector"
-                found.append(
-                    Difference(kind, _name(doc), path, _short(up_selector), _short(our_selector))
-                )
+        # both ways: a selector label only ours has changes an immutable selector too
+        for path, our_value, up_value in _diff_fields(our_fields, up_fields, "identity"):
+            if up_value == "unset":
+                found.append(Difference(kind, _name(up), path, up_value, our_value))
     return found
 
 
@@ -821,11 +828,10 @@ def compare(
     ours: Sequence[dict[str, Any]],
     *,
     deployments: bool,
-    names: bool = False,
     kept: Sequence[str] = (),
 ) -> list[Difference]:
-    """Every difference of ours from upstream on the compared objects (see the module doc);
-    with ``names``, also each object's name and identity (:func:`_compare_names`)."""
+    """Every difference of ours from upstream on the compared objects (see the module doc), and
+    for the ``kept`` kinds each object's name and identity (:func:`_kept`)."""
     by_kind: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
     for side, docs in enumerate((upstream, ours)):
         for doc in docs:
@@ -842,10 +848,8 @@ def compare(
             up_fields, our_fields = (_pruned(fields) for fields in _compared(up, our))
             for path, up_value, our_value in _diff_fields(up_fields, our_fields, ""):
                 found.append(Difference(kind, _name(up), path, up_value, our_value))
-    if names:
-        reported = {(d.kind, d.name) for d in found if d.path in ("", "metadata.name")}
-        found += [d for d in _compare_names(upstream, ours) if (d.kind, d.name) not in reported]
-    return found + _kept(upstream, ours, kept)
+    reported = {(d.kind, d.name) for d in found if d.path in ("", "metadata.name")}
+    return found + [d for d in _kept(upstream, ours, kept) if (d.kind, d.name) not in reported]
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -1044,9 +1048,7 @@ def measure_case(
     differences: list[str] = []
     meant: set[str] = set()
     applicable = [i for i in intentional if spec.name in i.charts]
-    for difference in compare(
-        upstream, ours, deployments=spec.deployments, names=spec.names, kept=spec.kept
-    ):
+    for difference in compare(upstream, ours, deployments=spec.deployments, kept=spec.kept):
         covering = next((i for i in applicable if i.covers(difference)), None)
         if covering is None:
             differences.append(str(difference))

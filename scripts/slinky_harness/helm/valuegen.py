@@ -84,6 +84,16 @@ def resolve(root: Schema, node: Schema) -> Schema:
     return node
 
 
+def unwrap(root: Schema, node: Schema) -> Schema:
+    """``node`` resolved, with a single-item ``allOf`` (how draft-07, and slinky_schemagen, put a
+    description beside a ``$ref``) merged into it."""
+    node = resolve(root, node)
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
+        merged = {k: v for k, v in node.items() if k != "allOf"}
+        node = {**unwrap(root, node["allOf"][0]), **merged}
+    return node
+
+
 def _is_open(node: Schema) -> bool:
     additional = node.get("additionalProperties", True)
     return additional is True or (additional == {} and "properties" not in node)
@@ -101,11 +111,7 @@ def strategy(
     root: Schema, node: Schema, key: str = "", default: Any = None
 ) -> st.SearchStrategy[Any]:
     """A strategy for values valid against ``node`` (a sub-schema of ``root``)."""
-    node = resolve(root, node)
-    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
-        # A single-item allOf is how draft-07 adds a description or default beside a $ref.
-        merged = {k: v for k, v in node.items() if k != "allOf"}
-        node = {**resolve(root, node["allOf"][0]), **merged}
+    node = unwrap(root, node)
     if key in KUBERNETES_SAMPLES:
         return st.sampled_from(KUBERNETES_SAMPLES[key])
     for combinator in ("oneOf", "anyOf"):
@@ -167,7 +173,7 @@ def closed_object_paths(
     schema: Schema, node: Schema | None = None, path: tuple[str, ...] = ()
 ) -> list[tuple[str, ...]]:
     """Paths of every closed object reachable through properties (no maps, no arrays)."""
-    node = resolve(schema, schema if node is None else node)
+    node = unwrap(schema, schema if node is None else node)
     found = []
     if node.get("additionalProperties") is False and node.get("properties"):
         found.append(path)
@@ -181,7 +187,7 @@ def typed_leaf_paths(
     schema: Schema, node: Schema | None = None, path: tuple[str, ...] = ()
 ) -> list[tuple[tuple[str, ...], str]]:
     """(path, type) of every boolean or integer leaf reachable through closed objects."""
-    node = resolve(schema, schema if node is None else node)
+    node = unwrap(schema, schema if node is None else node)
     found: list[tuple[tuple[str, ...], str]] = []
     if node.get("type") in ("boolean", "integer") and path:
         found.append((path, str(node["type"])))

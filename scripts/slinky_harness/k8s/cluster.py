@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -212,6 +213,14 @@ class Cluster:
             return
         text = manifests if isinstance(manifests, str) else yaml.safe_dump_all(manifests)
         self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
+
+    def apply_crds(self, crds: Sequence[dict[str, Any]]) -> None:
+        """Create or update CustomResourceDefinitions and wait until each is Established."""
+        if not crds:
+            return
+        self.apply(list(crds))
+        names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
 
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` for this cluster."""
@@ -425,6 +434,16 @@ class Cluster:
         pids.discard(os.getpid())
         return pids
 
+    def leave_running(self) -> str:
+        """From now on :meth:`stop` leaves the cluster running (``--keep``): leaving
+        ``Cluster.start``'s block, or the end of this process, no longer stops it. Returns the
+        shell command that stops it later."""
+        self.stop = _left_running  # type: ignore[method-assign]
+        return (
+            f"KWOK_WORKDIR={shlex.quote(str(self.kwok_workdir))} "
+            f"{shlex.quote(str(self.bindir / 'kwokctl'))} --name={self.name} delete cluster"
+        )
+
     def stop(self) -> None:
         """Delete the cluster and end any process of it that is left.
 
@@ -445,6 +464,10 @@ class Cluster:
                     log=self.workdir / "kwokctl.log",
                 )
         processes.end_pids(pids | self._pids())
+
+
+def _left_running() -> None:
+    """Stands in for :meth:`Cluster.stop` after :meth:`Cluster.leave_running`."""
 
 
 # --- command line ------------------------------------------------------------------------------

@@ -45,10 +45,20 @@ from slinky_harness.core.errors import HarnessError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from slinky_topology.model import Fabric
+
 GROUP_LABEL = "slinky.dev/node-group"
 """Label every fleet node carries with its group name."""
 NODE_IP_BASE = ipaddress.IPv4Address("10.128.0.0")
 """Node n of the fleet (counting from 1 across groups) gets InternalIP ``NODE_IP_BASE + n``."""
+
+TOPOGRAPH_TIER_LABEL = "fabric.topograph.run/tier-{}"
+"""The i-th switch above a node, leaf first, as topograph's Kubernetes engine labels it."""
+TOPOGRAPH_DOMAIN_LABEL = "accelerator.topograph.run/domain"
+"""A node's NVLink domain, as topograph's Kubernetes engine labels it."""
+STATUS_TAINTS = "node.kubernetes.io/"
+"""Taints the node lifecycle controller sets from a node's state (not-ready, unreachable,
+unschedulable, pressure): status, not the cluster's design, so a copied fleet drops them."""
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GROUP_KEYS = {
@@ -307,14 +317,123 @@ def parse_fleet(data: object, source: str = "<fleet>") -> Fleet:
     return fleet
 
 
+def _read_yaml(path: Path) -> Any:
+    """A YAML (or JSON) file's data; :class:`FleetError` naming the file when unreadable."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise FleetError(f"{path}: {exc}") from None
+
+
 def load_fleet(path: Path | str) -> Fleet:
     """Read and validate a fleet file."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise FleetError(f"{path}: {exc}") from None
-    return parse_fleet(data, str(path))
+    return parse_fleet(_read_yaml(path), str(path))
+
+
+def fleet_from_fabric(
+    fabric: Fabric,
+    *,
+    group: str,
+    resources: dict[str, str],
+    gpu: GpuSpec | None = None,
+    name: str = "",
+    labels: dict[str, str] | None = None,
+    domain_labels: Sequence[str] = (TOPOGRAPH_DOMAIN_LABEL,),
+) -> Fleet:
+    """One fake node per fabric node (its name), labelled like topograph's Kubernetes engine
+    labels it: :data:`TOPOGRAPH_TIER_LABEL` ``<i>`` is the i-th switch above the node (leaf
+    first) and :data:`TOPOGRAPH_DOMAIN_LABEL` its NVLink domain, so ``slinky-topology --preset
+    topograph`` reads the fabric back from the live Nodes. Every node has ``resources`` and
+    ``gpu`` (a fabric says nothing about either) and ``labels``, and is in node group ``group``;
+    each of ``domain_labels`` holds the NVLink domain (``nvidia.com/gpu.clique`` too, for GFD's
+    view of the same domains)."""
+    parents = {s.name: s.parent for s in fabric.switches}
+    groups = []
+    for node in fabric.nodes:
+        node_labels: dict[str, str] = dict(labels or {})
+        switch = node.leaf
+        tier = 0
+        while switch is not None:
+            node_labels[TOPOGRAPH_TIER_LABEL.format(tier)] = switch
+            switch = parents.get(switch)
+            tier += 1
+        if node.domain is not None:
+            node_labels.update(dict.fromkeys(domain_labels, node.domain))
+        groups.append(
+            NodeGroup(
+                name=group,
+                count=1,
+                name_pattern=_literal(node.name),
+                resources=dict(resources),
+                block_size=1,
+                gpu=gpu,
+                labels=node_labels,
+            )
+        )
+    if not groups:
+        raise FleetError(f"fabric {fabric.name} has no nodes")
+    return Fleet(name=name or f"fabric-{fabric.name}", groups=tuple(groups))
+
+
+def _literal(text: str) -> str:
+    """``text`` as a name pattern that formats to itself."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def fleet_from_nodes(data: object, source: str = "<nodes>") -> Fleet:
+    """A fleet that copies a cluster's Nodes (``kubectl get nodes -o json``: a List, or one
+    Node): each Node's name, labels, taints and allocatable resources (its capacity where it has
+    no allocatable). Status and the lifecycle taints (:data:`STATUS_TAINTS`) are left out: kwok
+    keeps the copies Ready. Each node is a group of one, named after the node."""
+    items = data.get("items") if isinstance(data, dict) and "items" in data else [data]
+    if not isinstance(items, list) or not items:
+        raise FleetError(f"{source}: no Nodes (expected the output of kubectl get nodes -o json)")
+    groups = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        where = f"{source}: items[{index}]"
+        if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
+            raise FleetError(f"{where}: not a Node")
+        meta = item.get("metadata") or {}
+        name = meta.get("name")
+        if not isinstance(name, str) or not _DNS_SUBDOMAIN.match(name) or name in seen:
+            raise FleetError(f"{where}.metadata.name: {name!r} is not a new DNS-1123 name")
+        seen.add(name)
+        status = item.get("status") or {}
+        resources = _str_map(
+            status.get("allocatable") or status.get("capacity"), f"{where}.status.allocatable"
+        )
+        for required in ("cpu", "memory"):
+            if required not in resources:
+                raise FleetError(f"{where}.status.allocatable.{required}: required")
+        resources.setdefault("pods", "110")
+        taints = [
+            {k: v for k, v in taint.items() if k in ("key", "value", "effect")}
+            for taint in (item.get("spec") or {}).get("taints") or []
+            if isinstance(taint, dict)
+            and "key" in taint
+            and "effect" in taint
+            and not str(taint["key"]).startswith(STATUS_TAINTS)
+        ]
+        groups.append(
+            NodeGroup(
+                name=f"node-{index}",
+                count=1,
+                name_pattern=_literal(name),
+                resources=resources,
+                block_size=1,
+                labels=_str_map(meta.get("labels"), f"{where}.metadata.labels"),
+                taints=tuple(taints),
+            )
+        )
+    return Fleet(name=Path(source).stem, groups=tuple(groups))
+
+
+def load_nodes(path: Path | str) -> Fleet:
+    """:func:`fleet_from_nodes` of a ``kubectl get nodes -o json`` file (JSON or YAML)."""
+    path = Path(path)
+    return fleet_from_nodes(_read_yaml(path), str(path))
 
 
 def create_nodes(api_client: Any, manifests: Sequence[dict[str, Any]], workers: int = 8) -> float:

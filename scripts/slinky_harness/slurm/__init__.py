@@ -2,7 +2,9 @@
 
 Modules: :mod:`.conf` (the slurm.conf the harness composes), :mod:`.ctld` (a running slurmctld
 with emulated slurmd and slurmrestd), :mod:`.check` (does slurmctld accept a config?),
-:mod:`.dbd_conf` and :mod:`.dbd` (slurmdbd and MariaDB), :mod:`.topology` (the oracle).
+:mod:`.dbd_conf` and :mod:`.dbd` (slurmdbd and MariaDB; ``accounting_daemon`` for a release's
+``Accounting`` object), :mod:`.topology` (the oracle), :mod:`.release` (what a slurm-cluster
+release asks of slurmctld: its partitions and their NodeSets' nodes, topologies).
 
 Debian bookworm ships Slurm 22.05 (no ``topology.yaml``, no ``topology/block``), so the tier runs
 Debian sid's Slurm 26.05 packages in a debootstrap chroot cached outside the clone and reused (see

@@ -484,10 +484,12 @@ class SlurmCtld:
             **(self.accounting.slurm_conf() if self.accounting is not None else {}),
         }
 
-    def _prepare(self, files: Mapping[str, bytes]) -> None:
+    def _prepare(self, files: Mapping[str, bytes], *, keep_state: bool = False) -> None:
         uid, gid = self.info.slurm_uid, self.info.slurm_gid
         for sub in ("state", "spool", "run"):
             d = self.workdir / sub
+            if keep_state and sub == "state" and d.is_dir():
+                continue
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             if sub != "run":
@@ -518,11 +520,19 @@ class SlurmCtld:
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def _start(self, files: Mapping[str, bytes]) -> None:
+    def restart(self, files: ConfigFiles) -> None:
+        """Stop slurmctld, then start it on ``files`` (a new slurm.conf, keys, ...) with the
+        state it saved (``StateSaveLocation``: jobs, dynamic nodes, reservations), as a slurmctld
+        pod restarts on its persistent volume."""
+        self.stop()
+        ports.release(self.port, self.slurmd_port)
+        self._start(read_files(files), keep_state=True)
+
+    def _start(self, files: Mapping[str, bytes], *, keep_state: bool = False) -> None:
         last: SlurmctldStartError | None = None
         for _attempt in range(3):
             self.port, self.slurmd_port = ports.allocate_one(), ports.allocate_one()
-            self._prepare(files)
+            self._prepare(files, keep_state=keep_state)
             daemon = "slurmctld-wlm-emulator" if self.emulator else "slurmctld-wlm"
             if not (self.root / "usr/sbin" / daemon).exists() or not self.info.emulator:
                 # Without the emulator build the ``slurmctld`` alternative can only be the plain

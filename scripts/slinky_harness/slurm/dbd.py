@@ -84,6 +84,7 @@ from slinky_harness.slurm.ctld import SlurmCommandError, SlurmctldStartError, la
 from slinky_harness.slurm.dbd_conf import (
     DBD_ETC,
     AccountingSpec,
+    StorageConfig,
     localize_slurmdbd_conf,
     operator_slurmdbd_conf,
     parse_conf,
@@ -98,6 +99,8 @@ __all__ = [
     "MariaDBStartError",
     "Slurmdbd",
     "SlurmdbdStartError",
+    "accounting_daemon",
+    "conf_problems",
     "mariadb",
     "release_accounting",
     "slurmdbd",
@@ -499,3 +502,75 @@ def release_accounting(
         jwt_key=value(spec.jwt_key_ref), keep=keep,
     ) as dbd:  # fmt: skip
         yield dbd
+
+
+def conf_problems(conf: str, spec: AccountingSpec, password: str) -> list[str]:
+    """How a slurmdbd.conf (the operator's, Secret ``<accounting>-accounting``) disagrees with the
+    ``Accounting`` object's storage settings and the database password; empty when it agrees."""
+    settings = parse_conf(conf)
+    s = spec.storage
+    want = {
+        "StorageHost": s.host,
+        "StoragePort": str(s.port),
+        "StorageLoc": s.database,
+        "StorageUser": s.username,
+    }
+    problems = [
+        f"{key}={settings.get(key, '(unset)')}, but the Accounting object says {value}"
+        for key, value in want.items()
+        if settings.get(key) != value
+    ]
+    if settings.get("StoragePass") != password:
+        problems.append(
+            f"StoragePass is not the password in Secret {s.password_secret} (key {s.password_key})"
+        )
+    return problems
+
+
+@contextlib.contextmanager
+def accounting_daemon(
+    accounting: Mapping[str, Any],
+    *,
+    database: MariaDB,
+    slurm_key: bytes,
+    jwt_key: bytes,
+    conf: str | None = None,
+    password: str | None = None,
+    workdir: Path | None = None,
+    root: Path | None = None,
+) -> Iterator[Slurmdbd]:
+    """The slurmdbd a release's slurm.conf points at, run on ``database`` with the cluster's
+    ``slurm_key`` and ``jwt_key``.
+
+    For an operator-run ``Accounting`` object: on ``conf`` (the slurmdbd.conf the operator wrote;
+    None: :func:`operator_slurmdbd_conf` of the object) with the database ``password`` (the value
+    of ``storageConfig.passwordKeyRef``; None: a random one), after the database administrator's
+    step (:meth:`MariaDB.provision` with the storage settings). For an external one (a slurmdbd
+    somewhere else): a stand-in on the operator's own slurmdbd.conf shape, so that a slurmctld
+    pointed at it starts. Raises :class:`SlurmdbdStartError` when slurmdbd refuses the conf.
+    """
+    if (accounting.get("spec") or {}).get("external"):
+        name = str(accounting["metadata"]["name"])
+        spec = AccountingSpec(
+            name=name,
+            namespace=str(accounting["metadata"].get("namespace", "")),
+            storage=StorageConfig(
+                host="", port=3306, database=f"{name.replace('-', '_')}_acct",
+                username="slurm", password_secret="", password_key="",
+            ),
+            extra_conf="",
+            jwks=False,
+            slurm_key_ref=("", ""),
+            jwt_key_ref=("", ""),
+        )  # fmt: skip
+        password, conf = secrets.token_urlsafe(16), None
+    else:
+        spec = AccountingSpec.from_object(accounting)
+        password = password if password is not None else secrets.token_urlsafe(24)
+    text = conf if conf is not None else operator_slurmdbd_conf(spec, password)
+    database.provision(spec.storage.database, spec.storage.username, password)
+    with slurmdbd(
+        text, database=database, root=root, workdir=workdir, slurm_key=slurm_key,
+        jwt_key=jwt_key,
+    ) as running:  # fmt: skip
+        yield running

@@ -21,12 +21,18 @@ from slinky_harness.slurm.conf import parse_records
 
 __all__ = [
     "BlockTopology",
+    "NamedTopology",
     "TreeTopology",
+    "assert_blocks_match",
+    "assert_tree_matches",
+    "block_differences",
+    "default_topology",
     "expand",
     "parse_topology_conf",
     "parse_topology_yaml",
     "read_blocks",
     "read_tree",
+    "tree_differences",
 ]
 
 
@@ -196,29 +202,66 @@ def read_blocks(show_topology: str) -> tuple[dict[str, frozenset[str]], list[tup
     return base, agg
 
 
-def assert_tree_matches(
+def tree_differences(
     shown_text: str, expected: TreeTopology, present: set[str] | None = None
-) -> None:
-    """``scontrol show topology`` output of a tree equals the file model: switches, reach, levels.
-
-    ``present``: the nodes slurmctld knows, when the file may name others (a static topology of
-    machines whose slurmd has not registered yet): Slurm leaves those out of every switch."""
+) -> list[str]:
+    """How ``scontrol show topology`` output of a tree differs from the file model (switches,
+    nodes reached, child switches, levels); empty when it matches. ``present``: the nodes
+    slurmctld knows, when the file may name others (a static topology of machines whose slurmd
+    has not registered yet): Slurm leaves those out of every switch."""
     shown = read_tree(shown_text)
-    assert set(shown) == set(expected.children), "switch names"
+    if set(shown) != set(expected.children):
+        return [f"switch names: shown {sorted(shown)}, expected {sorted(expected.children)}"]
+    out = []
     for name, view in shown.items():
         reach = expected.reach(name)
         if present is not None:
             reach &= present
-        assert view.nodes == reach, f"nodes reached by {name}"
-        assert view.switches == set(expected.children[name]), f"children of {name}"
-        assert view.level == expected.level(name), f"level of {name}"
+        if view.nodes != reach:
+            out.append(
+                f"nodes reached by {name}: shown {sorted(view.nodes)}, expected {sorted(reach)}"
+            )
+        if view.switches != set(expected.children[name]):
+            out.append(
+                f"children of {name}: shown {sorted(view.switches)}, "
+                f"expected {sorted(expected.children[name])}"
+            )
+        if view.level != expected.level(name):
+            out.append(f"level of {name}: shown {view.level}, expected {expected.level(name)}")
+    return out
+
+
+def block_differences(shown_text: str, expected: BlockTopology) -> list[str]:
+    """How ``scontrol show topology`` output of a block topology differs from the file model
+    (base blocks in file order, their nodes, the aggregated blocks when the file gives
+    ``block_sizes``); empty when it matches."""
+    base, aggregated = read_blocks(shown_text)
+    if list(base) != list(expected.blocks):
+        return [f"base blocks, in file order: shown {list(base)}, expected {list(expected.blocks)}"]
+    out = [
+        f"nodes of {name}: shown {sorted(nodes)}, expected {sorted(expected.blocks[name])}"
+        for name, nodes in base.items()
+        if nodes != set(expected.blocks[name])
+    ]
+    if not expected.sizes:  # Slurm's own default sizes: not modelled here
+        return out
+    want = sorted((size, sorted(nodes)) for size, nodes in expected.aggregated())
+    got = sorted((size, sorted(nodes)) for size, nodes in aggregated)
+    if got != want:
+        out.append(f"aggregated blocks: shown {got}, expected {want}")
+    return out
+
+
+def assert_tree_matches(
+    shown_text: str, expected: TreeTopology, present: set[str] | None = None
+) -> None:
+    """``scontrol show topology`` output of a tree equals the file model (:func:`tree_differences`)."""
+    differences = tree_differences(shown_text, expected, present)
+    assert not differences, "; ".join(differences)
 
 
 def assert_blocks_match(shown_text: str, expected: BlockTopology) -> None:
-    """``scontrol show topology`` output of a block topology equals the file model, aggregates included."""
-    base, aggregated = read_blocks(shown_text)
-    assert list(base) == list(expected.blocks), "base blocks, in file order"
-    for name, nodes in base.items():
-        assert nodes == set(expected.blocks[name]), f"nodes of {name}"
-    want = sorted((size, sorted(nodes)) for size, nodes in expected.aggregated())
-    assert sorted((size, sorted(nodes)) for size, nodes in aggregated) == want, "aggregated blocks"
+    """``scontrol show topology`` output of a block topology equals the file model, aggregates
+    included (:func:`block_differences`)."""
+    differences = block_differences(shown_text, expected)
+    assert not differences, "; ".join(differences)

@@ -42,7 +42,7 @@ BASE: dict[str, Any] = {
     "controller": {"extraConfMap": {"MinJobAge": 300}},
     "scheduling": {"schedulerParameters": {"bf_window": 100}, "priority": {"flags": ["MAX_TRES"]}},
     "topology": {"params": ["SwitchAsNodeRank"], "yaml": "- topology: t1\n  flat: true\n"},
-    "nodesets": {"compute": {"slurmdConf": {"Features": ["ib"]}, "gpu": {"count": 1}}},
+    "nodesets": {"compute": {"extraConfMap": {"Features": ["ib"]}, "gpu": {"count": 1}}},
 }
 """Values that switch on every path to a Slurm config file, so that drawn values are live."""
 
@@ -60,7 +60,6 @@ SLURM_KEYS = {
     "partitionDefaults",
     "partition",
     "topology",
-    "slurmdConf",
     "gpu",
 }
 """A slot under one of these keys reaches a Slurm config file."""

@@ -240,7 +240,10 @@ def test_bridge_is_pointed_at_the_cluster_release_ct_created(plan: list[Step]) -
         and s.argv[s.argv.index("--charts") + 1].endswith("slurm-bridge")
     ]
     argv = bridge.argv
-    assert argv[-1] == "--helm-extra-set-args=--set=slurm.cluster.release=${cluster_release}"
+    assert argv[-1] == (
+        "--helm-extra-set-args=--set=sharedConfig.slurmRestApi="
+        "http://${cluster_release}-restapi.slurm:6820"
+    )
     (find,) = [s for s in plan if isinstance(s, Run) and s.capture == "cluster_release"]
     match = re.search(find.pattern, "slurm-cluster-ab12cd34ef\n", re.MULTILINE)
     assert match and match[1] == "slurm-cluster-ab12cd34ef"
@@ -272,7 +275,7 @@ def test_profile_block_wins_and_harness_values_merge_over_it() -> None:
     }
     harness: dict[str, dict[str, Any]] = {
         "slurm-cluster": {"nodesets": {"compute": {"podSpec": {"nodeSelector": {"a": "b"}}}}},
-        "slurm-bridge": {"scheduler": {"schedulerName": "s"}},
+        "slurm-bridge": {"schedulerConfig": {"schedulerName": "s"}},
     }
     values, source = chart_values("slurm-cluster", profile, harness)
     assert values == {
@@ -286,7 +289,7 @@ def test_profile_block_wins_and_harness_values_merge_over_it() -> None:
     )
     values, source = chart_values("slurm-bridge", profile, harness)
     assert values == {
-        "scheduler": {"schedulerName": "s"},
+        "schedulerConfig": {"schedulerName": "s"},
         "global": {"imageRegistry": "mirror.example"},
     }
     assert source == "scripts/slinky_harness/apps/kind_cluster/slurm-bridge-values.yaml"
@@ -324,7 +327,8 @@ def test_staged_values_render_against_the_chart_schema(
     """What the run installs is schema-valid and renders (the bridge with a ct-style release)."""
     values, _ = chart_values(chart, spec.profile, spec.harness_values)
     if chart == "slurm-bridge":
-        values = merge(values, {"slurm": {"cluster": {"release": "slurm-cluster-abcdefghij"}}})
+        url = "http://slurm-cluster-abcdefghij-restapi.slurm:6820"
+        values = merge(values, {"sharedConfig": {"slurmRestApi": url}})
     assert _render(chart, values, tmp_path)
 
 
@@ -558,7 +562,9 @@ def test_main_runs_the_plan_in_order_and_deletes_the_cluster(
     assert commands[-1] == f"kind delete cluster --name {NAME}"
     assert any("scontrol show job 42" in c for c in commands)
     bridge = next(c for c in commands if c.startswith("ct install") and "slurm-bridge" in c)
-    assert bridge.endswith("--set=slurm.cluster.release=slurm-cluster-ab12cd34ef")
+    assert bridge.endswith(
+        "--set=sharedConfig.slurmRestApi=http://slurm-cluster-ab12cd34ef-restapi.slurm:6820"
+    )
     assert "exec -n slurm slurm-login-0 -- sbatch" in "\n".join(commands)
     assert err.count("kind: [") == len(build_plan(kind.plan_input(NAME, tmp_path, False))[0]) + 1
 

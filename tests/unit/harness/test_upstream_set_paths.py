@@ -239,7 +239,8 @@ def test_deployments_compare_image_flags_in_any_spelling_and_env_by_name() -> No
 
 def test_kept_names_are_upstreams_objects_ours_lacks_under_the_same_name() -> None:
     """Only kinds listed as kept count; an object upstream renders must exist in ours under its
-    name (ours may render more); a Deployment's selector must equal upstream's."""
+    name (ours may render more); a Deployment's selector must equal upstream's; nothing is
+    kept unless asked."""
     selector = {"matchLabels": {"app.kubernetes.io/name": "op"}}
     up = [
         _object("Service", "op-webhook"),
@@ -256,9 +257,10 @@ def test_kept_names_are_upstreams_objects_ours_lacks_under_the_same_name() -> No
     kept = ("Service", "ServiceAccount", "Deployment")
     found = [str(d) for d in upstream.compare(up, ours, deployments=False, kept=kept)]
     assert found == [
-        "ServiceAccount/r-op: upstream renders it, ours not under this name",
-        'Deployment/op spec.selector: upstream {"matchLabels": {"app.kubernetes.io/name": "op"}}, '
-        'ours {"matchLabels": {"app": "other"}}',
+        "ServiceAccount/r-op: upstream renders it, ours does not",
+        'Deployment/op identity.selector.matchLabels["app.kubernetes.io/name"]: upstream "op", '
+        "ours unset",
+        'Deployment/op identity.selector.matchLabels.app: upstream unset, ours "other"',
     ]
     ours[2] = _object("ServiceAccount", "r-op")
     ours[3] = _object("Deployment", "op", selector=selector)
@@ -315,15 +317,19 @@ def test_a_bad_intentional_file_names_the_entry_and_the_fix(
         upstream.load_intentional(path)
 
 
+ALL = ("*",)
+
+
 def _object(kind: str, name: str, namespace: str | None = "ns", **spec: Any) -> dict[str, Any]:
     metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
     return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": spec}
 
 
-def test_names_compare_every_upstream_object_and_what_an_upgrade_keeps() -> None:
-    """With ``names``, an object upstream renders and ours does not is named, and so are a
-    Service's selector and clusterIP and a namespace; a cluster-scoped kind's namespace (which
-    the API server ignores) and objects only ours renders are not differences."""
+def test_keeping_every_kind_compares_every_upstream_object_and_what_an_upgrade_keeps() -> None:
+    """With every kind kept, an object upstream renders and ours does not is named, and so are a
+    Service's selector (a label only ours selects on too) and clusterIP and a namespace; a
+    cluster-scoped kind's namespace (which the API server ignores) and objects only ours renders
+    are not differences."""
     up = [
         _object("Service", "ctl", selector={"app": "ctl"}, clusterIP="None"),
         _object("ConfigMap", "cfg"),
@@ -338,12 +344,13 @@ def test_names_compare_every_upstream_object_and_what_an_upgrade_keeps() -> None
         _object("NetworkPolicy", "extra"),
     ]
     assert upstream.compare(up, ours, deployments=True) == []
-    found = [str(d) for d in upstream.compare(up, ours, deployments=True, names=True)]
+    found = [str(d) for d in upstream.compare(up, ours, deployments=True, kept=ALL)]
     assert found == [
         'Service/ctl identity.clusterIP: upstream "None", ours unset',
+        'Service/ctl identity.selector.c: upstream unset, ours "x"',
         'ConfigMap/cfg identity.namespace: upstream "ns", ours "other"',
     ]
-    found = [str(d) for d in upstream.compare(up, ours[:2], deployments=True, names=True)]
+    found = [str(d) for d in upstream.compare(up, ours[:2], deployments=True, kept=ALL)]
     assert found[-2:] == [
         "ClusterRole/ctl: upstream renders it, ours does not",
         "Secret/tls: upstream renders it, ours does not",
@@ -364,9 +371,9 @@ def test_names_compare_a_deployments_selector_account_and_mounts() -> None:
 
     up, same = deployment("d", "sa", "cfg"), deployment("d", "sa", "cfg")
     same["spec"]["template"]["spec"]["volumes"].reverse()  # volume order and names do not count
-    assert upstream.compare([up], [same], deployments=True, names=True) == []
+    assert upstream.compare([up], [same], deployments=True, kept=ALL) == []
     other = deployment("x", "sa2", "cfg2")
-    found = [str(d) for d in upstream.compare([up], [other], deployments=True, names=True)]
+    found = [str(d) for d in upstream.compare([up], [other], deployments=True, kept=ALL)]
     assert found == [
         'Deployment/d identity.selector.matchLabels.app: upstream "d", ours "x"',
         'Deployment/d identity.serviceAccountName: upstream "sa", ours "sa2"',

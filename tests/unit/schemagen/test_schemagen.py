@@ -8,6 +8,7 @@ not by comparing the generator's text with a copy of itself.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -378,3 +379,275 @@ def test_keys_are_named_as_written() -> None:
     )
     assert accepts(schema, {"looks": {"true": False, "1": "y"}})
     assert not accepts(schema, {"looks": {"true": "no"}}), "yes is YAML 1.1's boolean true"
+
+
+@pytest.mark.parametrize("definition", ["labelMap", "annotationMap"])
+def test_map_keys_are_refused_as_additional_properties(definition: str) -> None:
+    """A bad map key fails at the map itself (an additional property), never through
+    `propertyNames`, which Helm reports at whichever sibling value it validated last."""
+    schema = schema_of(
+        f"""
+        # @schema {{$ref: {definition}}}
+        # -- A map.
+        m: {{}}
+        """
+    )
+    assert accepts(schema, {"m": {"example.com/role": "db", "app": "x"}})
+    assert "propertyNames" not in json.dumps(schema)
+    bad = errors(schema, {"m": {"bad key!": "x"}})
+    assert bad and all(e.startswith("m: ") for e in bad), bad
+    assert not accepts(schema, {"m": {"y": "x"}}), "a bare y is a YAML 1.1 boolean in Helm"
+    assert not accepts(schema, {"m": {"a" * 254 + "/" + "b" * 63: "x"}}), "over 317 characters"
+
+
+def test_resource_names_are_refused_at_the_map() -> None:
+    schema = schema_of(
+        """
+        # @schema {$ref: resources}
+        # -- Resources.
+        resources: {}
+        """
+    )
+    assert accepts(schema, {"resources": {"limits": {"nvidia.com/gpu": 8, "memory": "1Gi"}}})
+    assert errors(schema, {"resources": {"limits": {"bad name!": 1}}})[0].startswith(
+        "resources/limits: "
+    )
+    assert not accepts(schema, {"resources": {"limits": {"cpu": "lots"}}})
+
+
+def _subchart(root: Path, values: str, extra: str = "title: sub\n") -> Path:
+    sub = root / "demo" / "charts" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "Chart.yaml").write_text("apiVersion: v2\nname: sub\nversion: 0.1.0\n")
+    (sub / "values.yaml").write_text(values)
+    if extra:
+        (sub / EXTRA_FILE).write_text(extra)
+    return sub
+
+
+SUB_VALUES = """\
+# -- Install the subchart.
+enabled: true
+# @schema {minimum: 1}
+# -- Copies.
+copies: 2
+# @schema {$ref: annotationMap}
+# -- Annotations.
+annotations: {}
+"""
+
+
+def test_a_subchart_key_takes_the_subcharts_schema(tmp_path: Path) -> None:
+    """The alias key closes over exactly the subchart's keys with the subchart's rules (and
+    cross-field rules); the parent's `# --` texts describe them."""
+    _subchart(
+        tmp_path,
+        SUB_VALUES,
+        "title: sub\nallOf:\n  - if: {properties: {copies: {minimum: 3}}}\n"
+        "    then: {properties: {enabled: {const: true}}}\n",
+    )
+    parent = tmp_path / "demo"
+    (parent / "values.yaml").write_text(
+        "# @schema {subchart: charts/sub}\n# -- The subchart.\nsub:\n"
+        "  # -- Parent's words for copies.\n  copies: 2\n"
+    )
+    (parent / EXTRA_FILE).write_text("title: demo\n")
+    schema = json.loads(generate_chart(parent))
+    block = schema["properties"]["sub"]
+    assert block["description"] == "The subchart."
+    assert block["properties"]["copies"]["description"] == "Parent's words for copies."
+    assert "annotationMap" in schema["definitions"], "the subchart's definitions come along"
+    assert accepts(schema, {"sub": {"copies": 1, "annotations": {"a": "b"}, "enabled": False}})
+    assert not accepts(schema, {"sub": {"copies": 0}}), "the subchart's minimum"
+    assert not accepts(schema, {"sub": {"copeis": 1}}), "closed over the subchart's keys"
+    assert not accepts(schema, {"sub": {"copies": 3, "enabled": False}}), "its cross-field rule"
+
+
+@pytest.mark.parametrize(
+    ("parent_values", "sub_extra", "text"),
+    [
+        pytest.param(
+            "# @schema {subchart: charts/sub}\n# -- S.\nsub:\n  # -- Not there.\n  other: 1\n",
+            "title: sub\n",
+            "`sub.other` is not a value of the subchart 'charts/sub'",
+            id="unknown-key",
+        ),
+        pytest.param(
+            "# @schema {subchart: charts/sub}\n# -- S.\nsub:\n"
+            "  # @schema {minimum: 5}\n  # -- Copies.\n  copies: 5\n",
+            "title: sub\n",
+            "move this `# @schema` annotation there",
+            id="annotation-below",
+        ),
+        pytest.param(
+            "# @schema {subchart: charts/sub, minimum: 1}\n# -- S.\nsub: {}\n",
+            "title: sub\n",
+            "names a subchart, so it says nothing else",
+            id="other-keywords",
+        ),
+        pytest.param(
+            "# @schema {subchart: charts/sub}\n# -- S.\nsub: {}\n",
+            "",
+            f"has no {EXTRA_FILE}: a subchart's schema must be generated too",
+            id="not-opted-in",
+        ),
+        pytest.param(
+            "# @schema {subchart: .}\n# -- S.\nsub: {}\n",
+            "title: sub\n",
+            "is its own subchart",
+            id="cycle",
+        ),
+    ],
+)
+def test_subchart_errors_name_the_line_and_the_fix(
+    tmp_path: Path, parent_values: str, sub_extra: str, text: str
+) -> None:
+    _subchart(tmp_path, SUB_VALUES, sub_extra)
+    parent = tmp_path / "demo"
+    (parent / "values.yaml").write_text(parent_values)
+    (parent / EXTRA_FILE).write_text("title: demo\n")
+    with pytest.raises(SchemaGenError) as caught:
+        generate_chart(parent)
+    assert text in str(caught.value)
+    assert str(caught.value).startswith(str(parent / "values.yaml") + ":"), str(caught.value)
+
+
+def test_a_subchart_needs_a_chart_folder() -> None:
+    with pytest.raises(AnnotationError, match="names a subchart, but no chart folder"):
+        schema_of("# @schema {subchart: charts/sub}\n# -- S.\nsub: {}\n")
+
+
+@pytest.mark.parametrize(
+    ("definition", "good", "bad"),
+    [
+        pytest.param(
+            "intOrPercent", [0, 3, "0%", "25%", "100%"], [-1, "101%", "5", 1.5], id="intOrPercent"
+        ),
+        pytest.param(
+            "imageRegistry",
+            ["", "ghcr.io", "registry.example.com:5000/mirror"],
+            ["https://ghcr.io", "y", 1],
+            id="imageRegistry",
+        ),
+        pytest.param(
+            "kubernetesManifest",
+            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}],
+            [
+                {"kind": "ConfigMap", "metadata": {}},
+                {"apiVersion": "", "kind": "X", "metadata": {}},
+            ],
+            id="kubernetesManifest",
+        ),
+    ],
+)
+def test_shared_definitions(definition: str, good: list[Any], bad: list[Any]) -> None:
+    schema = schema_of(
+        f"""
+        # @schema {{$ref: {definition}, nullable: true}}
+        # -- A value.
+        v: null
+        """
+    )
+    for value in good:
+        assert accepts(schema, {"v": value}), value
+    for value in bad:
+        assert not accepts(schema, {"v": value}), value
+
+
+def test_a_definition_annotation_shares_a_keys_schema_with_a_map_of_entries() -> None:
+    """`definition` turns a defaults key's generated schema into a definition that a map of
+    entries can use, even when the map comes first in values.yaml."""
+    schema = schema_of(
+        """
+        # @schema
+        # patternProperties: {'[^a-z]': false}
+        # additionalProperties: {$ref: pool}
+        # -- Pools by name.
+        pools: {}
+        # @schema {definition: pool}
+        # -- Defaults of every pool.
+        poolDefaults:
+          # @schema {minimum: 1}
+          # -- Size.
+          size: 2
+          # -- Its name.
+          label: x
+        """
+    )
+    assert schema["properties"]["poolDefaults"] == {
+        "allOf": [{"$ref": "#/definitions/pool"}],
+        "description": "Defaults of every pool.",
+    }
+    assert accepts(schema, {"pools": {"a": {"size": 3}}, "poolDefaults": {"label": "y"}})
+    assert not accepts(schema, {"pools": {"a": {"size": 0}}}), "the defaults' minimum"
+    assert not accepts(schema, {"pools": {"a": {"sise": 3}}}), "closed like the defaults"
+    assert not accepts(schema, {"pools": {"A1": {}}}), "the map's key rule"
+    assert not accepts(schema, {"poolDefaults": {"size": 0}})
+
+
+@pytest.mark.parametrize(
+    ("values", "text"),
+    [
+        pytest.param(
+            "# @schema {definition: labelMap}\n# -- A.\na:\n  # -- B.\n  b: 1\n",
+            "`a` defines 'labelMap', which is already a definition",
+            id="shadows-shared",
+        ),
+        pytest.param(
+            "# @schema {definition: [x]}\n# -- A.\na:\n  # -- B.\n  b: 1\n",
+            "`definition` of `a` must be a name",
+            id="not-a-name",
+        ),
+    ],
+)
+def test_definition_errors(values: str, text: str) -> None:
+    with pytest.raises(AnnotationError, match=re.escape(text)):
+        schema_of(values)
+
+
+def test_pattern_properties_type_an_optional_key_without_a_default() -> None:
+    """An anchored patternProperties name admits and types a key that values.yaml leaves out,
+    in a closed object as in an open one."""
+    schema = schema_of(
+        """
+        # @schema {patternProperties: {'^registry$': {type: string, minLength: 1}}}
+        # -- An image.
+        image:
+          # -- Repository.
+          repository: r
+        # @schema
+        # additionalProperties: true
+        # patternProperties: {'^imagePullPolicy$': {enum: [Always, Never]}}
+        # -- A container passed through.
+        container:
+          # -- Arguments.
+          args: [a]
+        """
+    )
+    assert accepts(schema, {"image": {"registry": "ghcr.io"}, "container": {"other": 1}})
+    assert not accepts(schema, {"image": {"registry": ""}})
+    assert not accepts(schema, {"image": {"registri": "x"}}), "still closed"
+    assert not accepts(schema, {"container": {"imagePullPolicy": "Sometimes"}})
+
+
+def test_inferred_strings_take_the_hand_written_rule() -> None:
+    extra = {"inferredStrings": {"not": {"enum": ["y", "n"]}}}
+    schema = schema_of(
+        """
+        # -- A name.
+        name: x
+        # -- Arguments.
+        args: [a]
+        # @schema {not: {enum: [z]}}
+        # -- An annotation's own `not` replaces the rule.
+        pick: x
+        # -- A number is not a string.
+        count: 1
+        """,
+        extra,
+    )
+    assert not accepts(schema, {"name": "y"}) and accepts(schema, {"name": "yes"})
+    assert not accepts(schema, {"args": ["n"]}), "array items inferred from the default too"
+    assert "not" not in schema["properties"]["count"]
+    assert "inferredStrings" not in schema
+    assert accepts(schema, {"pick": "y"}) and not accepts(schema, {"pick": "z"})

@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from slinky_harness.core.errors import HarnessError
+from slinky_harness.k8s import fleet
 
 REGISTRY = "registry.demo.invalid"
 
@@ -46,10 +47,10 @@ PRESET = "topograph"
 """Label preset of the fleet's nodes (what topograph's ``k8s`` engine writes)."""
 
 
-TIER_LABEL = "fabric.topograph.run/tier-{}"
+TIER_LABEL = fleet.TOPOGRAPH_TIER_LABEL
 
 
-DOMAIN_LABEL = "accelerator.topograph.run/domain"
+DOMAIN_LABEL = fleet.TOPOGRAPH_DOMAIN_LABEL
 
 
 SPEC_ANNOTATION = "topology.slinky.slurm.net/spec"

@@ -141,7 +141,9 @@ def run_cluster(
             f"{live['nodes']} nodes): {', '.join(names)}; same units and nodes as the fabric; "
             f"{len(live['annotations'])} nodes annotated {SPEC_ANNOTATION}"
         )
-        fullname = f"{SLURM[0]}-slurm-cluster"
+        # slurm-cluster names its objects as upstream's `slurm` chart: the release name when it
+        # contains "slurm", else "<release>-slurm".
+        fullname = SLURM[0] if "slurm" in SLURM[0] else f"{SLURM[0]}-slurm"
         inputs = slurm_inputs(cluster, fullname, SLURM[1])
         if run is not None:
             names = [name for name, _, _ in inputs["nodesets"]]
@@ -159,18 +161,13 @@ def run_cluster(
         if args.keep:
             # Cluster.start's teardown also runs when its generator is finalised (garbage
             # collection, interpreter exit), so popping the stack alone would not keep it.
-            cluster.stop = _leave_running  # type: ignore[method-assign]
+            stop = cluster.leave_running()
             stack.pop_all()
-            kwokctl = cluster.bindir / "kwokctl"
             tied = [
                 (name, work / name)
                 for name, ran in (("slurmctld", not args.no_slurm), ("operator", run is not None))
                 if ran
             ]
-            stop = (
-                f"KWOK_WORKDIR={shlex.quote(str(cluster.kwok_workdir))} "
-                f"{shlex.quote(str(kwokctl))} --name={cluster.name} delete cluster"
-            )
             lines += [
                 "Kept running (--keep):",
                 f"  export KUBECONFIG={cluster.kubeconfig}",
@@ -179,10 +176,6 @@ def run_cluster(
                 f"files stay in {' and '.join(str(p) for _, p in tied)})",
             ]
     return lines
-
-
-def _leave_running() -> None:
-    """Stands in for ``Cluster.stop`` under ``--keep``."""
 
 
 def build_parser() -> argparse.ArgumentParser:

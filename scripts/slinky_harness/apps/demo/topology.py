@@ -9,27 +9,25 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from slinky_harness.apps.demo import (
-    DOMAIN_LABEL,
     GPU_PRODUCT,
     GPU_SCENARIO,
     NODE_CPUS,
     NODE_MEMORY,
     NODESET,
     REGISTRY,
-    TIER_LABEL,
     DemoError,
 )
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
-from slinky_harness.k8s import manifests
+from slinky_harness.k8s import fleet, manifests
 from slinky_harness.k8s import schemas as kubeschema
-from slinky_harness.k8s.fleet import Fleet, GpuSpec, NodeGroup
 from slinky_topology import cli as topology_cli
 from slinky_topology.parse import parse_topology_yaml
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from slinky_harness.k8s.fleet import Fleet
     from slinky_topology.model import Fabric
 
 
@@ -82,38 +80,19 @@ def render_suite(topology_values: dict[str, Any]) -> list[tuple[str, int, list[s
 
 
 def fleet_from_fabric(fabric: Fabric) -> Fleet:
-    """One fake GB200 node per fabric node, labelled like topograph's Kubernetes engine does.
-
-    ``fabric.topograph.run/tier-<i>`` is the i-th switch above the node (leaf first) and
-    ``accelerator.topograph.run/domain`` its NVLink domain, so ``slinky-topology --preset
-    topograph`` reads the fabric back from the live Nodes.
-    """
-    parents = {s.name: s.parent for s in fabric.switches}
-    groups = []
-    for node in fabric.nodes:
-        labels: dict[str, str] = {}
-        switch = node.leaf
-        tier = 0
-        while switch is not None:
-            labels[TIER_LABEL.format(tier)] = switch
-            switch = parents.get(switch)
-            tier += 1
-        if node.domain is not None:
-            labels[DOMAIN_LABEL] = node.domain
-        groups.append(
-            NodeGroup(
-                name=NODESET,
-                count=1,
-                name_pattern=node.name.replace("{", "{{").replace("}", "}}"),
-                resources={"cpu": NODE_CPUS, "memory": NODE_MEMORY, "pods": "110"},
-                block_size=1,
-                gpu=GpuSpec(count=4, product=GPU_PRODUCT, memory_mib=189471, family="blackwell"),
-                labels=labels,
-            )
+    """One fake GB200 node per fabric node, labelled like topograph's Kubernetes engine does
+    (:func:`slinky_harness.k8s.fleet.fleet_from_fabric`), so ``slinky-topology --preset
+    topograph`` reads the fabric back from the live Nodes."""
+    try:
+        return fleet.fleet_from_fabric(
+            fabric,
+            group=NODESET,
+            resources={"cpu": NODE_CPUS, "memory": NODE_MEMORY, "pods": "110"},
+            gpu=fleet.GpuSpec(count=4, product=GPU_PRODUCT, memory_mib=189471, family="blackwell"),
+            name=f"demo-{fabric.name}",
         )
-    if not groups:
-        raise DemoError(f"fabric {fabric.name} has no nodes")
-    return Fleet(name=f"demo-{fabric.name}", groups=tuple(groups))
+    except fleet.FleetError as exc:
+        raise DemoError(str(exc)) from exc
 
 
 def same_topology(from_labels: str, from_fabric: str) -> list[str]:
