@@ -4,23 +4,28 @@ Upstream's charts come from ``SLINKY_UPSTREAM_CHARTS`` (default: upstream's OCI 
 points it at ``shared/upstream-charts``) and upstream's helm-unittest suites from the Go module
 cache (``go mod download``, with CI's ``GOPROXY``); nothing of upstream is in this repository.
 :mod:`slinky_harness.helm.upstream` says how the cases are made and compared. Each chart's counts
-are printed (``pytest -s`` shows them; ``python -m slinky_harness.apps.upstream_conformance
+are printed in the tier's summary (``python -m slinky_harness.apps.upstream_conformance
 --verbose`` says why each case fails) and must not fall below ``upstream_conformance_floor.yaml``.
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from tests.worker_summary import records
 
+from slinky_harness.apps import upstream_conformance
 from slinky_harness.helm import client, upstream
 
 FLOOR = Path(__file__).with_name("upstream_conformance_floor.yaml")
 INTENTIONAL = Path(__file__).with_name("upstream_intentional_differences.yaml")
 CHARTS = list(upstream.CHARTS)
+SUMMARY: list[list[str]] = records("render.upstream")
+"""Per chart, ``[chart, report]``: the tier's summary prints them (``tests/render/conftest.py``)."""
 
 KNOWN_SUITES = {
     "slurm": {"controller_test.yaml", "nodeset_test.yaml", "partitions_test.yaml"},
@@ -75,9 +80,9 @@ def test_conformance_never_goes_below_its_floor(chart: str) -> None:
     intentional = upstream.load_intentional(INTENTIONAL)
     report = upstream.measure(chart, intentional=intentional)
     counts = report.counts()
-    print(f"\n{chart} -> {report.ours}: {counts}")
-    for reason, count in report.top_reasons():
-        print(f"  {count:4}  {reason}")
+    printed = io.StringIO()
+    upstream_conformance.print_report([report], verbose=False, out=printed)
+    SUMMARY.append([chart, printed.getvalue()])
     assert counts["upstream_renders"] > 0, f"upstream's {chart} rendered none of its cases"
     floor = upstream.load_floor(FLOOR)
     assert chart in floor, f"{FLOOR.name} has no floor for {chart}; add {counts}"
