@@ -17,7 +17,8 @@
 Nothing blocks for long: every API call ends within ``--request-timeout`` and a watch silent
 for ``--watch-timeout`` plus that is dropped and restarted. Before every write (retries
 included) the controller checks that it is not stopping and that, as leader, the write ends
-before its Lease could pass to another instance. SIGTERM stops a pass at its next write, then
+before its Lease could pass to another instance (a renewal that is only late pauses the write
+until the next one; a lost Lease ends the pass). SIGTERM stops a pass at its next write, then
 the Lease is released (after the election round in progress): at most three request timeouts
 (the chart's grace period is sized to it). Each loop beats a heartbeat; ``/healthz`` fails when
 one has not beaten for ``--stuck-seconds``.
@@ -80,6 +81,10 @@ def _interesting(node: Mapping[str, Any], name_key: str | None = None) -> tuple[
     annotations = meta.get("annotations") or {}
     keep = {k: v for k, v in annotations.items() if k in OWNED_ANNOTATIONS or k == name_key}
     return (meta.get("labels") or {}), keep
+
+
+RENEWAL_POLL_SECONDS = 0.1
+"""How often a write held back by a late Lease renewal checks again (:meth:`Controller._write_allowed`)."""
 
 
 class Controller:
@@ -146,9 +151,26 @@ class Controller:
 
     def _write_allowed(self) -> bool:
         """The publisher's guard, asked before every try of every write: a pass that writes
-        is making progress (heartbeat), and :meth:`may_write` decides."""
+        is making progress (heartbeat), and :meth:`may_write` decides.
+
+        A renewal that is merely late (a busy API server takes a few seconds to answer the
+        election round) is not a lost Lease: while this instance is still the leader (renewed
+        within the renew deadline) the write waits for the next renewal instead of ending the
+        pass; it is refused once leadership is gone or the controller stops. Nothing is sent
+        while waiting, so no write can land after the Lease passed on."""
         self.beat("main")
-        return self.may_write()
+        if self.may_write():
+            return True
+        paused = False
+        while self.elector is not None and self.elector.is_leader and not self.stop.is_set():
+            if not paused:
+                log.debug("write paused: waiting for the Lease's next renewal")
+                paused = True
+            self.stop.wait(RENEWAL_POLL_SECONDS)
+            self.beat("main")
+            if self.may_write():
+                return True
+        return False
 
     def start_election(self, *, wait_first: bool = False) -> None:
         """Run :meth:`elect_loop` in its own thread (stopped with the controller)."""

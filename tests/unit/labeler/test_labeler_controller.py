@@ -155,6 +155,50 @@ def test_follower_does_not_write() -> None:
     assert not api.patches and not api.configmaps and not api.events
 
 
+class LateRenewals:
+    """An elector still the leader (``is_leader``) for ``leader_checks`` checks, whose renewal
+    is fresh enough to write (``may_write``) only from check ``fresh_from`` on."""
+
+    def __init__(self, *, fresh_from: int, leader_checks: int = 1_000) -> None:
+        self.fresh_from = fresh_from
+        self.leader_checks = leader_checks
+        self.writable_checks = 0
+        self.leader_asked = 0
+
+    @property
+    def is_leader(self) -> bool:
+        self.leader_asked += 1
+        return self.leader_asked <= self.leader_checks
+
+    def may_write(self, within: float = 0.0) -> bool:
+        self.writable_checks += 1
+        return self.is_leader and self.writable_checks >= self.fresh_from
+
+
+def test_a_late_renewal_pauses_the_write_and_the_pass_goes_on() -> None:
+    """Invariant: while the Lease is still ours, a renewal too old to start a write holds the
+    write back until a fresh one; the pass is not abandoned (before: it ended at once, so a busy
+    API server failed a whole ``--once`` pass)."""
+    api = FakeCluster(tiered_fleet())
+    elector = LateRenewals(fresh_from=4)
+    ctl = Controller(_args(), api, elector=elector, sleep=lambda _: None)  # type: ignore[arg-type]
+    ctl.relist()
+    assert ctl.run_pass()
+    assert len(api.patches) == 8 and api.configmaps
+    assert elector.writable_checks > 4, "the guard asked again after the late renewal"
+
+
+def test_a_lost_lease_while_waiting_for_a_renewal_ends_the_pass_without_writing() -> None:
+    """Invariant: a write held back for a renewal is refused once leadership is gone; nothing is
+    written after that."""
+    api = FakeCluster(tiered_fleet())
+    elector = LateRenewals(fresh_from=10**9, leader_checks=5)
+    ctl = Controller(_args(), api, elector=elector, sleep=lambda _: None)  # type: ignore[arg-type]
+    ctl.relist()
+    assert not ctl.run_pass()
+    assert not api.patches and not api.configmaps
+
+
 def test_watch_events_update_the_cache_and_410_relists() -> None:
     api = FakeCluster(gfd_fleet())
     ctl = Controller(_args(), api, sleep=lambda _: None)
