@@ -213,7 +213,7 @@ def test_second_cluster_on_a_used_port_is_refused(cluster: Cluster, tmp_path: Pa
 
 
 def test_cluster_start_time_is_recorded(cluster: Cluster) -> None:
-    assert 0 < cluster.start_seconds < 120
+    assert cluster.start_seconds > 0
     assert set(cluster.timings) >= {"kwokctl_create", "api_ready", "nodes_ready"}
 
 

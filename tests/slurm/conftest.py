@@ -58,6 +58,7 @@ _chroot_times: list[float] = records("slurm.chroot_seconds")
 _starts: list[float] = records("slurm.ctld_starts")
 _daemon_starts: list[tuple[str, float]] = records("slurm.daemon_starts")
 _chroot_state: list[str] = records("slurm.chroot_state")
+_large: list[list[Any]] = records("slurm.large_fabric_seconds")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -191,5 +192,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"mean {sum(times) / len(times):.2f} s, "
             f"max {max(times):.2f} s"
         )
+    for what, shape, seconds in sorted(_large, key=lambda r: (str(r[0]), str(r[1]))):
+        tr.write_line(f"1,000-node fabric, {what} ({shape} nodes): {seconds:.1f} s")
     for line in sched.PROOFS:
         tr.write_line(f"measured: {line}")
