@@ -70,9 +70,9 @@ def gpu_request(merged: dict[str, Any]) -> tuple[str, int]:
     for kind in ("limits", "requests"):
         for resource in GPU_RESOURCES.values():
             if resource in (resources.get(kind) or {}):
-                return resource, _int(resources[kind][resource])
+                return resource, whole_count(resources[kind][resource])
     gpu = merged.get("gpu") or {}
-    count = _int(gpu.get("count") or 0)
+    count = whole_count(gpu.get("count") or 0)
     if count and not gpu.get("dra"):
         return GPU_RESOURCES.get(str(gpu.get("vendor") or "nvidia"), "nvidia.com/gpu"), count
     return "", 0
@@ -85,7 +85,9 @@ def extended_resources(merged: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in wanted.items() if "/" in str(k)}
 
 
-def _int(value: object) -> int:
+def whole_count(value: object) -> int:
+    """A count as values or a Node's allocatable give it (``2``, ``"8"``); 0 for anything else
+    (a quantity such as ``"500m"``)."""
     try:
         return int(str(value))
     except ValueError:
@@ -97,7 +99,7 @@ def wants(key: str, merged: dict[str, Any]) -> NodeSetWants:
     resource, count = gpu_request(merged)
     return NodeSetWants(
         key=key,
-        replicas=max(_int(merged.get("replicas") or 0), 0),
+        replicas=max(whole_count(merged.get("replicas") or 0), 0),
         daemonset=merged.get("scalingMode") == "DaemonSet",
         selector={str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()},
         affinity=dict(pod.get("affinity") or {}),

@@ -58,11 +58,11 @@ from slinky_harness.helm import charts as chart_index
 from slinky_harness.helm import client as helm_client
 from slinky_harness.helm import webhook_postrender
 from slinky_harness.helm.client import Helm
-from slinky_harness.helm.values import merge
 from slinky_harness.k8s import fleet as k8s_fleet
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.slurm import release as slurm_release
 from slinky_topology.errors import TopologyError
 from slinky_topology.sources import fabric_file
 
@@ -469,21 +469,6 @@ def _refused(target: Target, result: helm_client.HelmResult, docs: list[Doc], wh
 # -- reconcile ------------------------------------------------------------------------------
 
 
-def expected_partitions(target: Target) -> set[str]:
-    """Partitions the values ask for: each enabled NodeSet's own (``partition.enabled``) and each
-    enabled ``partitions.<name>`` merged over ``partitionDefaults``."""
-    values = target.chart_values("slurm-cluster")
-    names = {
-        key for key, merged in values_fleet.nodeset_values(target).items()
-        if (merged.get("partition") or {}).get("enabled")
-    }  # fmt: skip
-    defaults = values.get("partitionDefaults") or {}
-    for name, given in (values.get("partitions") or {}).items():
-        if merge(defaults, given or {}).get("enabled", True) is not False:
-            names.add(str(name))
-    return names
-
-
 def _conf_partitions(config: Doc) -> set[str]:
     conf = str((config.get("data") or {}).get("slurm.conf", ""))
     return set(re.findall(r"^PartitionName=(\S+)", conf, re.M))
@@ -518,7 +503,10 @@ def reconcile(ctx: Context) -> Outcome:
         controller["metadata"].get("namespace") or ctx.target.namespace,
     )
     external = bool(controller["spec"].get("external"))
-    wanted = set() if external else expected_partitions(ctx.target)
+    wanted: set[str] = set()
+    if not external:  # the partitions slurm.conf must hold, read as the slurm phase reads them
+        values = ctx.target.chart_values("slurm-cluster")
+        wanted = {str(p) for p in slurm_release.expected_partitions(values)}
     config = _wait_config(cluster, manager, name, namespace, wanted)
     slurm_conf = str(config["data"]["slurm.conf"])
     if not external:

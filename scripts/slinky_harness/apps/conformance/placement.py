@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness.apps.conformance.fleet import GPU_RESOURCES
+from slinky_harness.apps.conformance.fleet import GPU_RESOURCES, whole_count
 from slinky_harness.apps.conformance.report import Finding
 
 if TYPE_CHECKING:
@@ -25,13 +25,6 @@ if TYPE_CHECKING:
 WORKER_TOLERATION = {"key": "nodeset.slinky.slurm.net/worker", "operator": "Exists"}
 """The toleration the operator adds to every NodeSet pod (v1.2.1, workerbuilder)."""
 SETTLE_TIMEOUT = 90.0
-
-
-def _count(value: object) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
 
 
 def _term_matches(labels: dict[str, str], term: dict[str, Any]) -> bool:
@@ -85,7 +78,7 @@ class PodNeeds:
             selector={str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()},
             affinity=dict(pod.get("affinity") or {}),
             tolerations=[*(pod.get("tolerations") or []), WORKER_TOLERATION],
-            gpus={str(r): _count(n) for r, n in wanted.items() if "/" in str(r)},
+            gpus={str(r): whole_count(n) for r, n in wanted.items() if "/" in str(r)},
         )
 
     def label_mismatch(self, node: dict[str, Any]) -> list[str]:
@@ -116,7 +109,7 @@ class PodNeeds:
 
     def fits(self, node: dict[str, Any]) -> bool:
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        return all(_count(allocatable.get(r, "0")) >= n for r, n in self.gpus.items())
+        return all(whole_count(allocatable.get(r, "0")) >= n for r, n in self.gpus.items())
 
 
 def scheduler_messages(cluster: Cluster, namespace: str) -> dict[str, str]:
@@ -258,7 +251,7 @@ def nodeset_findings(
         )]  # fmt: skip
     for resource, count in needs.gpus.items():
         most = max(
-            _count((n["status"].get("allocatable") or {}).get(resource, "0")) for n in admitted
+            whole_count((n["status"].get("allocatable") or {}).get(resource, "0")) for n in admitted
         )
         if count > most:
             gpu = resource in GPU_RESOURCES.values()
