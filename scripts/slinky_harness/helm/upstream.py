@@ -694,8 +694,6 @@ def _env(env: Any) -> dict[str, Any]:
 
 def _containers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A Deployment's containers: their name, image, arguments by flag and environment by name."""
-    template = _mapping(_mapping(doc.get("spec"), "spec").get("template"), "spec.template")
-    spec = _mapping(template.get("spec"), "spec.template.spec")
     return [
         {
             "name": container.get("name"),
@@ -703,7 +701,7 @@ def _containers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             "args": _flags(container.get("args")),
             "env": _env(container.get("env")),
         }
-        for container in spec.get("containers") or []
+        for container in _pod_spec(doc).get("containers") or []
     ]
 
 
