@@ -137,9 +137,9 @@ def test_a_users_first_job_runs_with_the_chart_defaults(
     """Item 3: accounting on, nothing else set, and a user with no account runs a first job.
 
     The presets enforce nothing that needs an association (``scheduling.accountingEnforce`` opts
-    in); fairshare is the default preset."""
+    in); none is the default preset."""
     values: dict[str, Any] = merge(ACCOUNTING_ON, {"scheduling": {"preset": preset}})
-    if preset == "fairshare":
+    if preset == "none":
         values = dict(ACCOUNTING_ON)  # the chart's own default
     with sched_cluster(values, nodes=1) as c:
         assert not (c.rendered.enforce() & ENFORCING), c.rendered.extra_conf

@@ -25,8 +25,11 @@ from slinky_harness.slurm.ctld import SlurmCommandError
 if TYPE_CHECKING:
     from tests.slurm.conftest import ClusterFactory
 
-BASE: dict[str, Any] = merge({"accounting": {"enabled": True}}, sched.GPU_VALUES)
-"""The chart's defaults (preset ``fairshare``) with accounting on and two GPUs per node."""
+BASE: dict[str, Any] = merge(
+    {"accounting": {"enabled": True}, "scheduling": {"preset": "fairshare"}}, sched.GPU_VALUES
+)
+"""The ``fairshare`` preset (opt-in: the chart's default is ``none``) with accounting on and two
+GPUs per node."""
 SLEEP = "sleep 600"
 """A job that runs until the test cancels it (or preemption ends it)."""
 

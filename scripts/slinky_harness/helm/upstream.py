@@ -1006,6 +1006,8 @@ class _UpstreamRenders:
             result = client.HelmResult([], int(saved["rc"]), saved["stdout"], saved["stderr"])
         except (OSError, ValueError, KeyError, TypeError):
             result = _render(self.archive, case)
+            if result.returncode < 0:  # helm killed by a signal (a run stopped): nothing to keep
+                return result
             saved = {"rc": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
             write_atomic(path, json.dumps(saved))
             return result

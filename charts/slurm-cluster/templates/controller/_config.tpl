@@ -328,30 +328,41 @@ Usage: {{ include "slurm-cluster.scheduling.lines" . }}
 {{- end }}
 
 {{- /*
-Everything the chart adds to slurm.conf (Controller.spec.extraConf): scheduling, GRES, topology
-parameters, cross-NodeSet partitions, then the user's extra lines and map (which win).
+Everything the chart adds to slurm.conf (Controller.spec.extraConf). First the lines of our
+extensions, each group under a "# <source>" comment: scheduling, GRES, topology parameters. Then
+upstream's lines exactly as upstream's chart writes them: controller.extraConf (or extraConfMap),
+then the partitions, so that the user's lines win over ours and a `PartitionName=DEFAULT` line of
+theirs comes before the partitions. Without extensions (the default: scheduling.preset none, no
+GPU NodeSet, no topology.params) the text is upstream's, line for line.
 Usage: {{ include "slurm-cluster.controller.extraConf" . }}
 */}}
 {{- define "slurm-cluster.controller.extraConf" -}}
-{{- $lines := list }}
+{{- $ours := list }}
 {{- with (include "slurm-cluster.scheduling.lines" .) }}
-{{- $lines = append $lines "# scheduling (slurm-cluster preset and overrides)" }}
-{{- $lines = concat $lines (splitList "\n" .) }}
+{{- $ours = append $ours "# scheduling (slurm-cluster preset and overrides)" }}
+{{- $ours = concat $ours (splitList "\n" .) }}
 {{- end }}
 {{- if include "slurm-cluster.gpuVendors" . }}
-{{- $lines = append $lines "# GPUs (NodeSets with gpu)" }}
-{{- $lines = append $lines "GresTypes=gpu" }}
+{{- $ours = append $ours "# GPUs (NodeSets with gpu)" }}
+{{- $ours = append $ours "GresTypes=gpu" }}
 {{- if .Values.accounting.enabled }}
-{{- $lines = append $lines "AccountingStorageTRES=gres/gpu" }}
+{{- $ours = append $ours "AccountingStorageTRES=gres/gpu" }}
 {{- end }}
 {{- end }}
 {{- with .Values.topology.params }}
-{{- $lines = append $lines (printf "TopologyParam=%s" (join "," .)) }}
+{{- $ours = append $ours "# topology.params" }}
+{{- $ours = append $ours (printf "TopologyParam=%s" (join "," .)) }}
 {{- end }}
-{{- $partitions := include "slurm-cluster.partitions" . | fromYaml }}
-{{- if $partitions }}
-{{- $lines = append $lines "# partitions" }}
-{{- range $name, $p := $partitions }}
+{{- $theirs := list }}
+{{- $c := .Values.controller }}
+{{- if $c.extraConf }}
+{{- $theirs = concat $theirs (splitList "\n" (trimSuffix "\n" (toString $c.extraConf))) }}
+{{- else if $c.extraConfMap }}
+{{- with (include "slurm-cluster.confMap" (dict "map" $c.extraConfMap)) }}
+{{- $theirs = concat $theirs (splitList "\n" .) }}
+{{- end }}
+{{- end }}
+{{- range $name, $p := (include "slurm-cluster.partitions" . | fromYaml) }}
 {{- $nodes := list }}
 {{- range $p.nodesets }}
 {{- $nodes = append $nodes (ternary "ALL" . (eq (upper .) "ALL")) }}
@@ -360,20 +371,12 @@ Usage: {{ include "slurm-cluster.controller.extraConf" . }}
 {{- with (include "slurm-cluster.partitionOptions" (dict "config" $p.config "configMap" $p.configMap "topology" $p.topology)) }}
 {{- $line = printf "%s %s" $line . }}
 {{- end }}
-{{- $lines = append $lines $line }}
+{{- $theirs = append $theirs $line }}
 {{- end }}
+{{- if and $ours $theirs }}
+{{- $ours = append $ours "# controller.extraConf or extraConfMap, then partitions (values)" }}
 {{- end }}
-{{- $c := .Values.controller }}
-{{- if $c.extraConf }}
-{{- $lines = append $lines "# controller.extraConf (values)" }}
-{{- $lines = concat $lines (splitList "\n" (trimSuffix "\n" (toString $c.extraConf))) }}
-{{- else if $c.extraConfMap }}
-{{- with (include "slurm-cluster.confMap" (dict "map" $c.extraConfMap)) }}
-{{- $lines = append $lines "# controller.extraConfMap (values)" }}
-{{- $lines = concat $lines (splitList "\n" .) }}
-{{- end }}
-{{- end }}
-{{- join "\n" $lines }}
+{{- join "\n" (concat $ours $theirs) }}
 {{- end }}
 
 {{- /*
