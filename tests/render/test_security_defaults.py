@@ -63,7 +63,12 @@ def test_the_check_sees_an_open_load_balancer() -> None:
     assert result.ok, result.describe()
     assert len(open_login_services(result.docs)) == 1
     ranged = merge(
-        login, {"loginsets": {"login": {"service": {"spec": {"loadBalancerSourceRanges": ["10.0.0.0/8"]}}}}}
+        login,
+        {
+            "loginsets": {
+                "login": {"service": {"spec": {"loadBalancerSourceRanges": ["10.0.0.0/8"]}}}
+            }
+        },
     )
     assert open_login_services(helm.template(CHART.path, ranged).docs) == []
 
@@ -76,7 +81,8 @@ def test_helm_test_pod_mounts_no_service_account_token() -> None:
     pods = [
         d
         for d in result.docs
-        if d["kind"] == "Pod" and (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"
+        if d["kind"] == "Pod"
+        and (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"
     ]
     assert len(pods) == 1, [d["metadata"]["name"] for d in pods]
     assert pods[0]["spec"].get("automountServiceAccountToken") is False

@@ -90,18 +90,22 @@ def test_upstreams_install_guide_renders_upstreams_partition() -> None:
     [
         pytest.param([], id="defaults"),
         pytest.param(GUIDE, id="install-guide"),
-        pytest.param(GUIDE + ["accounting.enabled=true"], id="install-guide-accounting"),
+        pytest.param([*GUIDE, "accounting.enabled=true"], id="install-guide-accounting"),
         pytest.param(
-            GUIDE + ["nodesets.slinky.partition.enabled=true", "partitions.all.config=State=UP"],
+            [*GUIDE, "nodesets.slinky.partition.enabled=true", "partitions.all.config=State=UP"],
             id="nodeset-partition-and-config",
         ),
         pytest.param(
-            GUIDE + ["controller.extraConfMap.MinJobAge=60", "partitions.all.nodesets={slinky}"],
+            [*GUIDE, "controller.extraConfMap.MinJobAge=60", "partitions.all.nodesets={slinky}"],
             id="extra-conf-map",
         ),
         pytest.param(
-            [*GUIDE, "nodesets.slinky.extraConfMap.Features=a", "accounting.enabled=true"]
-            + ["accounting.extraConfMap.PurgeJobAfter=12month"],
+            [
+                *GUIDE,
+                "nodesets.slinky.extraConfMap.Features=a",
+                "accounting.enabled=true",
+                "accounting.extraConfMap.PurgeJobAfter=12month",
+            ],
             id="node-and-dbd-lines",
         ),
     ],
