@@ -2,22 +2,26 @@
 item 5).
 
 On a control plane of its own (the operator watches every namespace), upstream's v1.2.1 charts
-(``SLINKY_UPSTREAM_CHARTS``) are installed as upstream's guide does: ``slurm-operator-crds``,
-then ``slurm-operator`` in ``slinky``, then ``slurm`` in ``slurm``, each with its defaults. The
-real operator and its webhook (v1.2.1, built with the control plane) run for that operator release
-as ``tests/cluster/test_operator.py`` runs them, and a real slurmctld 26.05 loads the slurm.conf
-the operator wrote, with the cluster's key Secrets; it then holds state: a dynamic node and a held
-job.
+(``SLINKY_UPSTREAM_CHARTS``) are installed as upstream's installation guide does:
+``slurm-operator-crds``, then ``slurm-operator`` in ``slinky`` with its defaults, then ``slurm`` in
+``slurm`` with the guide's flags (:data:`GUIDE`: the NodeSet ``slinky`` and the partition ``all``
+of upstream's defaults). The real operator and its webhook (v1.2.1, built with the control plane)
+run for that operator release as ``tests/cluster/test_operator.py`` runs them, and a real
+slurmctld 26.05 loads the slurm.conf the operator wrote, with the cluster's key Secrets; it then
+holds state: a dynamic node and a held job submitted without ``-p``.
 
-Then both releases are upgraded to ours as MIGRATING.md says, with the same values (the
-operator's defaults: its CRDs stay with upstream's ``slurm-operator-crds`` release; the cluster's
-one NodeSet, :data:`VALUES`, plus ``scheduling.preset=none``), and the operator and webhook
-restart with our operator release's arguments and ServiceAccount. What must hold:
+Then both releases are upgraded to ours as MIGRATING.md says, with the same values and nothing
+else (the operator's defaults: its CRDs stay with upstream's ``slurm-operator-crds`` release; the
+cluster's :data:`GUIDE` flags), and the operator and webhook restart with our operator release's
+arguments and ServiceAccount. What must hold:
 
 - the Controller, the RestApi, the key Secrets and the operator's slurmctld StatefulSet keep their
   UIDs (patched, never deleted and recreated), and the key Secrets their data;
 - the operator rewrites slurm.conf with the same ``ClusterName`` and logs no RBAC or schema error;
-- slurmctld restarted on the new slurm.conf with its saved state still has the node and the job.
+- the operator's slurm.conf holds the same partition line (upstream's ``partitions.all``);
+- slurmctld restarted on the new slurm.conf with its saved state still has the node and the job,
+  and a new job without ``-p`` goes to the default partition and is placed on the node
+  (``sbatch --test-only``: the node has no slurmd here).
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import yaml
 from tests.cluster import charts_support as support
 
 from slinky_harness.build import slinky, toolchain
@@ -52,9 +55,11 @@ CLUSTER_NS = "slurm"
 # Before slurmrestd answers (never, here: no NodeSet needs it), the operator's Slurm calls fail.
 EXPECTED_NOISE = ("Bad Gateway", "no such host", "connection refused", "context canceled")
 NODESET = "slinky"
-VALUES = {"nodesets": {NODESET: {"replicas": 0, "partition": {"enabled": True}}}}
-"""The cluster's values, the same for both charts: upstream's defaults hold no NodeSet, so no
-partition; one NodeSet without pods (no slurmrestd needed here) and its partition."""
+GUIDE = ("--set", f"nodesets.{NODESET}.enabled=true", "--set", "partitions.all.enabled=true")
+"""The ``helm install`` flags of upstream's installation guide for its ``slurm`` chart, the same
+for both charts: upstream's defaults hold no NodeSet, so no partition; the guide turns on the
+NodeSet ``slinky`` and the partition ``all`` (every NodeSet, ``Default=YES``)."""
+PARTITION_LINE = "PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED"
 
 
 @pytest.fixture
@@ -103,8 +108,6 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
     cluster = own_cluster
     helm = Helm(toolchain.ensure("helm"), cluster, tmp_path / "helm")
     wait = ("--wait", "--timeout", "90s")
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(VALUES), encoding="utf-8")
     helm.run("install", "slurm-operator-crds", str(upstream.upstream_chart("slurm-operator-crds")))
     helm.run(
         "install", "slurm-operator", str(upstream.upstream_chart("slurm-operator")),
@@ -115,7 +118,7 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         operators.enter_context(operator_for(cluster, helm, "slurm-operator", tmp_path / "up"))
         support.install_past_webhook_race(
             helm, "slurm", str(upstream.upstream_chart("slurm")),
-            "-n", CLUSTER_NS, "--create-namespace", "-f", str(values),
+            "-n", CLUSTER_NS, "--create-namespace", *GUIDE,
         )  # fmt: skip
         objects = support.release_objects(helm, "slurm", CLUSTER_NS)
         controller = next(d for d in objects if d["kind"] == "Controller")
@@ -127,6 +130,7 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         )  # fmt: skip
         support.wait_object(cluster, "statefulset", f"{name}-controller", CLUSTER_NS)
         before_conf = config["data"]["slurm.conf"]
+        assert PARTITION_LINE in before_conf.splitlines(), before_conf
         secrets = sorted({name for _, kind, name in key_refs(spec) if kind == "Secret"})
         kept = {
             "Controller": [name],
@@ -140,9 +144,9 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         ctld = daemons.enter_context(slurm.slurmctld(files, workdir=tmp_path / "slurmctld"))
         ctld.create_node("moved-0", Features=NODESET)
         shown = ctld.scontrol("show", "partition", "-o")
-        partition = parse_records(shown)[0].get("PartitionName")
-        assert partition, f"slurmctld shows no partition: {shown}\n{before_conf}"
-        job = ctld.submit("--hold", "-p", partition, "--wrap", "true")
+        assert [p.get("PartitionName") for p in parse_records(shown)] == ["all"], shown
+        job = ctld.submit("--hold", "--wrap", "true")  # no -p: the default partition
+        assert ctld.job(job).get("Partition") == "all", ctld.job(job)
 
         # The move, as MIGRATING.md gives it: the operator first, then the cluster.
         operators.close()
@@ -153,8 +157,7 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         )  # fmt: skip
         operators.enter_context(operator_for(cluster, helm, "slurm-operator", tmp_path / "ours"))
         helm.run(
-            "upgrade", "slurm", str(ours["slurm-cluster"].path), "-n", CLUSTER_NS, "-f", str(values),
-            "--set", "scheduling.preset=none",
+            "upgrade", "slurm", str(ours["slurm-cluster"].path), "-n", CLUSTER_NS, *GUIDE,
         )  # fmt: skip
         moved = support.release_objects(helm, "slurm", CLUSTER_NS)
         assert [d["metadata"]["name"] for d in moved if d["kind"] == "Controller"] == [name]
@@ -167,11 +170,16 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         )  # fmt: skip
         after_conf = config["data"]["slurm.conf"]
         assert _cluster_name(after_conf) == _cluster_name(before_conf)
+        assert PARTITION_LINE in after_conf.splitlines(), after_conf
 
         # The slurmctld pod restarts on the new slurm.conf and its volume's saved state.
         ctld.restart(slinky_operator.slurmctld_files(cluster, CLUSTER_NS, new_spec, after_conf))
         assert ctld.job(job).get("JobState") == "PENDING", "slurmctld forgot the held job"
         assert "moved-0" in ctld.sinfo("-h", "-N", "-o", "%N"), "slurmctld forgot the node"
+        # A job without -p after the move: slurmctld finds the default partition and places it.
+        placed = ctld.run(ctld._client("sbatch"), "--test-only", "--wrap", "true", check=False)
+        assert "in partition all" in placed.stdout + placed.stderr, placed.output
+        assert "moved-0" in placed.stdout + placed.stderr, placed.output
 
 
 def _has_partition(config: dict[str, Any]) -> bool:
