@@ -40,7 +40,11 @@ BASE: dict[str, Any] = {
     "accounting": {"enabled": True},
     "partitions": {"p1": {"nodesets": ["ALL"], "config": "MaxTime=UNLIMITED", "topology": "t1"}},
     "controller": {"extraConfMap": {"MinJobAge": 300}},
-    "scheduling": {"schedulerParameters": {"bf_window": 100}, "priority": {"flags": ["MAX_TRES"]}},
+    "scheduling": {
+        "preset": "fairshare",  # opt-in: every scheduling line is live
+        "schedulerParameters": {"bf_window": 100},
+        "priority": {"flags": ["MAX_TRES"]},
+    },
     "topology": {"params": ["SwitchAsNodeRank"], "yaml": "- topology: t1\n  flat: true\n"},
     "nodesets": {"compute": {"extraConfMap": {"Features": ["ib"]}, "gpu": {"count": 1}}},
 }
