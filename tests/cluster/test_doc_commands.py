@@ -17,7 +17,8 @@ the output of a Slinky ``Token`` or a cert-manager ``Certificate``, so does ever
 JWKS ConfigMap) a Slinky object names (``slurmKeyRef``, ``jwtKeyRef``, ``jwksKeyRef``, ...), and every
 ``http://<service>.<namespace>:<port>`` in a ConfigMap names a Service of that port, or the
 ``RestApi`` whose Service the operator makes under that name (``<name>-restapi``, checked
-against the real operator by ``tests/cluster/test_operator.py``).
+against the real operator by ``tests/cluster/test_operator.py``), and every slurm-cluster
+Controller reads the topology ConfigMap a gpu-topology-labeler in its namespace writes.
 """
 
 from __future__ import annotations
@@ -188,6 +189,37 @@ def _dangling_urls(cluster: Cluster) -> list[str]:
     return problems
 
 
+def _labeler_configmaps(cluster: Cluster) -> dict[str, set[str]]:
+    """namespace -> the ConfigMaps gpu-topology-labeler Deployments there write (``--configmap=``)."""
+    written: dict[str, set[str]] = {}
+    for deployment in _objects(cluster, "deployments"):
+        labels = deployment["metadata"].get("labels") or {}
+        if labels.get("app.kubernetes.io/name") != "gpu-topology-labeler":
+            continue
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            for arg in container.get("args") or []:
+                if arg.startswith("--configmap="):
+                    namespace = deployment["metadata"]["namespace"]
+                    written.setdefault(namespace, set()).add(arg.removeprefix("--configmap="))
+    return written
+
+
+def _unmet_topology(cluster: Cluster) -> list[str]:
+    """Controllers that do not read the topology a labeler in their namespace writes: a document
+    that installs both must wire them (slurm-cluster's ``topology.configMapRef.name``)."""
+    written = _labeler_configmaps(cluster)
+    problems = []
+    for controller in _objects(cluster, "controllers.slinky.slurm.net"):
+        namespace = controller["metadata"]["namespace"]
+        refs = {ref["name"] for ref in controller["spec"].get("configFileRefs") or []}
+        problems += [
+            f"{_where(controller)} does not read ConfigMap {name}, which the labeler in "
+            f"{namespace} writes: set slurm-cluster's topology.configMapRef.name={name}"
+            for name in sorted(written.get(namespace, set()) - refs)
+        ]
+    return problems
+
+
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
 def test_document_commands_run_as_written(
     own_cluster: Cluster, block: doc_commands.Block, tmp_path: Path
@@ -201,4 +233,4 @@ def test_document_commands_run_as_written(
     made = [f"{r['namespace']}/{r['name']}" for r in releases]
     print(f"{block.where}: ran in {ran.seconds:.1f}s; releases {', '.join(made) or 'none'}")
     assert [r for r in releases if r["status"] != "deployed"] == [], ran.output[-3000:]
-    assert _missing_refs(cluster) + _dangling_urls(cluster) == []
+    assert _missing_refs(cluster) + _dangling_urls(cluster) + _unmet_topology(cluster) == []
