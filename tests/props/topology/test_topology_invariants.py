@@ -207,6 +207,46 @@ def test_tree_invariants(fabric: Fabric) -> None:
     assert not [f for f in validate_doc(plan(fabric).doc()) if f.severity == "error"]
 
 
+@given(fabrics(with_partitions=True, leafless=True))
+def test_every_present_node_is_under_one_switch_of_every_tree(fabric: Fabric) -> None:
+    """Issue 30 item 6: in every tree topology (the whole fabric's and a partition's) every present
+    node in its scope is listed by exactly one switch, so Slurm can schedule it; a node without a
+    leaf switch by the catch-all switch, a root that no fabric switch is named like, listing only
+    such nodes; their annotation unit is that switch, which the dynamic skeleton keeps."""
+    reqs = (
+        TopologyRequest("fabric", "tree", cluster_default=True),
+        TopologyRequest("part", "tree", partitions=("gpu",)),
+    )
+    fabric = replace(fabric, topologies=reqs)
+    p = plan(fabric)
+    real = {s.name for s in fabric.switches}
+    units = {t.topology.name: t.units for t in p.topologies}
+    for name in ("fabric", "part"):
+        scope = _scope(fabric, name)
+        topo = p.doc().get(name)
+        assert topo is not None
+        if not scope and name == "part":
+            assert isinstance(topo.spec, FlatSpec), "a partition tree with no node is flat"
+            continue
+        spec = topo.spec
+        assert isinstance(spec, TreeSpec)
+        listed = Counter(n for s in spec.switches for n in s.nodes)
+        assert listed == Counter(n.name for n in scope)
+        loose = {n.name for n in scope if n.leaf is None}
+        extra = [s for s in spec.switches if s.name not in real]
+        if not loose:
+            assert not extra
+            continue
+        (catch_all,) = extra
+        assert set(catch_all.nodes) == loose and not catch_all.children
+        assert all(catch_all.name not in s.children for s in spec.switches)
+        assert {units[name][n] for n in loose} == {catch_all.name}
+        skeleton = p.doc("dynamic").get(name)
+        assert skeleton is not None and isinstance(skeleton.spec, TreeSpec)
+        assert catch_all.name in {s.name for s in skeleton.spec.switches}
+    assert not [f for f in validate_specs(p.doc("dynamic"), p.specs()) if f.severity == "error"]
+
+
 @given(fabrics())
 def test_ancestors_preserved(fabric: Fabric) -> None:
     """f.4.7: for every node and tier k the tier-k ancestor in the output equals the input's (so
