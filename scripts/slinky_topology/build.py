@@ -236,7 +236,7 @@ def plan(fabric: Fabric) -> Plan:
         if req.kind == "tree":
             done = _tree(ctx, req)
         elif req.kind == "block":
-            done = _block(ctx, req)
+            done = _block(ctx, req, notes)
         else:
             done = _flat(req)
         if req.partitions and req.kind != "flat" and not done.units:
@@ -554,12 +554,22 @@ def _unit_name(domain: str, sub: str) -> str:
     return f"{domain}.{sub}" if sub else domain
 
 
-def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
+def _block(ctx: _Context, req: TopologyRequest, notes: Findings) -> PlannedTopology:
     layout = _BlockLayout(ctx, req)
     layout.check_names()
     block_sizes = layout.block_sizes()
     base = block_sizes[0]
     layout.fit(base)
+    largest = max((u.slots for u in layout.units.values()), default=base)
+    if base > largest:  # only explicit sizes: an inferred base is the largest unit
+        what = "NVLink sub-domain" if req.source == "subdomain" else "NVLink domain"
+        notes.warning(
+            f"topology {req.name}",
+            f"the base block size {base} is larger than every {what} (the largest has "
+            f"{largest} node slots): a job of {largest + 1} to {base} nodes could never run, "
+            "since Slurm puts a job no larger than the base block inside one base block",
+            f"lower the first BlockSizes value to {largest} (blockSizes, --block-sizes)",
+        )
     slots = _layout(layout.root)
     # Trailing placeholders only up to a whole group of the largest level (as topograph pads).
     used = len(slots)

@@ -32,6 +32,7 @@ from slinky_topology.parse import parse_topology_conf, parse_topology_yaml
 from slinky_topology.validate import (
     MAX_BLOCK_LEVEL,
     MAX_TREE_DEPTH,
+    block_sizes_findings,
     parse_spec,
     validate_doc,
     validate_specs,
@@ -125,6 +126,41 @@ def test_block_sizes_valid(fabric: Fabric) -> None:
         assert ratio & (ratio - 1) == 0
         assert ratio.bit_length() - 1 <= MAX_BLOCK_LEVEL
     assert all(len(b.nodes) <= base for b in spec.blocks)
+
+
+def _slurm_accepts(sizes: list[int]) -> bool:
+    """Slurm's BlockSizes rules, written out: a base of 1-65535 nodes (16 bits), then sizes
+    base * 2^k (1 <= k <= 15) in strictly increasing order."""
+    base = sizes[0]
+    if not 1 <= base <= 65535:
+        return False
+    levels = []
+    for size in sizes:
+        if size % base:
+            return False
+        ratio = size // base
+        k = ratio.bit_length() - 1
+        if ratio != 1 << k or k > 15:
+            return False
+        levels.append(k)
+    return levels == sorted(set(levels))
+
+
+@given(
+    st.one_of(
+        st.lists(st.integers(-2, 140_000), min_size=1, max_size=5),
+        st.tuples(st.integers(60_000, 70_000), st.integers(0, 3)).map(
+            lambda bk: [bk[0] << k for k in range(bk[1] + 1)]
+        ),
+    )
+)
+def test_block_sizes_rules_are_slurms(sizes: list[int]) -> None:
+    """Issue 30 item 7: a BlockSizes list is refused (with a fix) exactly when Slurm would refuse
+    it or crash on it: base outside 1-65535, a size not base * 2^k with k <= 15, or not strictly
+    increasing."""
+    findings = block_sizes_findings(tuple(sizes), "topology t")
+    assert all(f.severity == "error" and f.fix for f in findings)
+    assert (not findings) == _slurm_accepts(sizes), [f.message for f in findings]
 
 
 @given(fabrics())
