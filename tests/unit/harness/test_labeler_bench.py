@@ -202,6 +202,29 @@ def test_the_baseline_sends_each_recorded_write_once(tmp_path: Path) -> None:
     assert patches["/api/v1/nodes/n7"] == (pb.MERGE_PATCH, nodes["n7"])
 
 
+def test_the_baseline_reads_server_and_token_from_the_kubeconfig(tmp_path: Path) -> None:
+    from slinky_harness.apps import patch_baseline as pb  # noqa: PLC0415
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "k",
+                "cluster": {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True},
+            }
+        ],
+        "users": [{"name": "u", "user": {"token": "abc"}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "k", "user": "u"}}],
+        "current-context": "sa",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    target = pb.read_target(path)
+    assert (target.host, target.port, target.token) == ("127.0.0.1", 6443, "abc")
+    assert target.context.verify_mode == ssl.CERT_NONE
+
+
 class _ThreadSafeNodes:
     """Just enough of ClusterAPI for node patches, with a lock (patches come from threads)."""
 
