@@ -16,6 +16,7 @@ same ServiceAccount and with the same number of writes in flight. It prints::
     first pass seconds         ...   (process wall time: start, list, plan, write, exit)
     baseline seconds           ...   (the same writes, minimal client)
     time vs baseline           1.10x (goal <= 1.20x: met)
+    pass vs baseline writes    ...   (each without its process start; for reading, no goal)
     CPU vs baseline            1.15x (goal <= 1.20x: met)   labeler + kube-apiserver + etcd
     writes per node            1.00
     second pass writes         0
@@ -336,6 +337,8 @@ class Figures:
     server_cpu_seconds: float
     baseline_seconds: float = 0.0
     """Wall time of the baseline process (the same writes, minimal client)."""
+    baseline_writes_seconds: float = 0.0
+    """The baseline's writes alone (its own clock, without the interpreter's start)."""
     baseline_cpu_seconds: float = 0.0
     baseline_server_cpu_seconds: float = 0.0
     baseline_writes: int = 0
@@ -351,6 +354,11 @@ class Figures:
     def time_ratio(self) -> float | None:
         """First pass wall time / baseline wall time."""
         return ratio(self.first_pass_seconds, self.baseline_seconds)
+
+    @property
+    def pass_ratio(self) -> float | None:
+        """The labeler's own pass time / the baseline's own write time (no process start)."""
+        return ratio(self.first_pass_reported_seconds, self.baseline_writes_seconds)
 
     @property
     def cpu_ratio(self) -> float | None:
@@ -386,6 +394,12 @@ class Figures:
                 "client)",
             ),
             ("time vs baseline", goal(self.time_ratio)),
+            (
+                "pass vs baseline writes",
+                f"{_times(self.pass_ratio)} (the labeler's pass alone "
+                f"{self.first_pass_reported_seconds:.1f} s, the baseline's writes alone "
+                f"{self.baseline_writes_seconds:.1f} s: without either process's start)",
+            ),
             (
                 "CPU vs baseline",
                 f"{goal(self.cpu_ratio)} (labeler + kube-apiserver + etcd "
@@ -549,6 +563,7 @@ def run_bench(args: argparse.Namespace, workdir: Path) -> Figures:
         labeler_cpu_seconds=first.cpu_seconds,
         server_cpu_seconds=server_cpu,
         baseline_seconds=base.seconds,
+        baseline_writes_seconds=base.writes_seconds,
         baseline_cpu_seconds=base.cpu_seconds,
         baseline_server_cpu_seconds=base.server_cpu_seconds,
         baseline_writes=len(baseline_ok),
@@ -556,11 +571,25 @@ def run_bench(args: argparse.Namespace, workdir: Path) -> Figures:
     )
 
 
+def _last_json(output: str) -> dict[str, Any]:
+    """The last line of ``output`` that is a JSON object (``{}`` when none)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith("{"):
+            try:
+                found = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(found, dict):
+                return found
+    return {}
+
+
 @dataclass
 class Baseline:
     """One measured baseline run."""
 
     seconds: float
+    writes_seconds: float
     cpu_seconds: float
     server_cpu_seconds: float
     same_state: bool
@@ -609,6 +638,7 @@ def _baseline(
         raise BenchError(f"baseline failed (exit {run.returncode}): {output[-2000:]}")
     return Baseline(
         seconds=run.seconds,
+        writes_seconds=float(_last_json(output).get("seconds", 0.0)),
         cpu_seconds=run.cpu_seconds,
         server_cpu_seconds=server_cpu,
         same_state=list_node_meta(api) == after,

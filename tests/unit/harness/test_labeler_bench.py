@@ -59,6 +59,7 @@ def _figures(**overrides: Any) -> lb.Figures:
         "labeler_cpu_seconds": 1.0,
         "server_cpu_seconds": 2.0,
         "baseline_seconds": 4.0,
+        "baseline_writes_seconds": 3.2,
         "baseline_cpu_seconds": 0.5,
         "baseline_server_cpu_seconds": 2.0,
         "baseline_writes": 11,
@@ -112,6 +113,7 @@ def test_the_report_gives_time_and_cpu_as_ratios_to_the_baseline() -> None:
     assert _row(fig, "time vs baseline") == "1.25x (goal <= 1.20x: not met)"
     assert _row(fig, "CPU vs baseline").startswith("1.20x (goal <= 1.20x: met)")
     assert _row(fig, "client CPU vs baseline").startswith("2.00x")
+    assert _row(fig, "pass vs baseline writes").startswith("1.25x")  # 4.0 s / 3.2 s
     assert _row(fig, "writes per node").startswith("1.00")
     assert _row(fig, "second pass writes") == "0"
     faster = _figures(first_pass_seconds=4.4)
