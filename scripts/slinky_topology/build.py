@@ -4,7 +4,9 @@ Pure functions. :func:`plan` validates the fabric, then lays out every requested
 
 * **tree**: the switch forest (optionally trimmed to the lowest ``max_tiers`` tiers, or to the
   ancestor closure of a partition's nodes), written depth-first from each root; leaves list their
-  nodes.
+  nodes. Nodes without a leaf switch hang from one more root, the catch-all switch
+  ``no-topology`` (:func:`~slinky_topology.model.catch_all_switch`), so Slurm still runs
+  multi-node jobs on them; their unit is that switch.
 * **block**: one base block per NVLink domain. Domains are placed by a buddy layout over the switch
   tree: every switch's subtree gets a power-of-two run of base-block slots aligned to its size, so
   an aggregated block of Slurm level *j* (2^j consecutive base blocks) never straddles two
@@ -43,6 +45,7 @@ from slinky_topology.model import (
     TopologyRequest,
     TreeSpec,
     TreeSwitch,
+    catch_all_switch,
     is_safe_name,
     natural_key,
 )
@@ -218,8 +221,8 @@ def plan(fabric: Fabric) -> Plan:
     """Validate ``fabric`` and lay out its topologies; raise ValidationError on any error.
 
     A partition-scoped tree or block topology in which no node is placed (every node of the
-    partitions absent, or without a leaf switch / NVLink domain) is written as Slurm's flat
-    topology, with a warning naming it, so that the other topologies are still published
+    partitions absent, or, for a block topology, without an NVLink domain) is written as Slurm's
+    flat topology, with a warning naming it, so that the other topologies are still published
     (topology.conf, which has no partitions, keeps the tree or block: see ``layout``).
     """
     findings = validate_fabric(fabric)
@@ -233,7 +236,7 @@ def plan(fabric: Fabric) -> Plan:
         if req.kind == "tree":
             done = _tree(ctx, req)
         elif req.kind == "block":
-            done = _block(ctx, req)
+            done = _block(ctx, req, notes)
         else:
             done = _flat(req)
         if req.partitions and req.kind != "flat" and not done.units:
@@ -249,11 +252,12 @@ def _flat(req: TopologyRequest) -> PlannedTopology:
 
 def _warn_degraded(notes: Findings, req: TopologyRequest) -> None:
     parts = ", ".join(req.partitions)
-    what = "leaf switch" if req.kind == "tree" else "NVLink domain"
+    # A tree places every present node (those without a leaf under the catch-all switch).
+    why = "all absent" if req.kind == "tree" else "all absent, or none with an NVLink domain yet"
     notes.warning(
         f"topology {req.name}",
-        f"no node of partition {parts} is placed in this {req.kind} topology (all absent, or "
-        f"none with a {what} yet); wrote it as flat (topology/flat) so the rest still loads",
+        f"no node of partition {parts} is placed in this {req.kind} topology ({why}); "
+        "wrote it as flat (topology/flat) so the rest still loads",
         f"bring up or label nodes of partition {parts}; the {req.kind} comes back on the next run",
     )
 
@@ -271,6 +275,7 @@ class _Context:
         for kids in self.children.values():
             kids.sort(key=natural_key)
         self.roots = sorted((s.name for s in fabric.switches if s.parent is None), key=natural_key)
+        self.catch_all = catch_all_switch(self.parent)
         self._paths: dict[str, tuple[str, ...]] = {}
         self.hostlists: dict[tuple[str, ...], str] = {}
         self.height: dict[str, int] = {}
@@ -338,9 +343,12 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
     leaf_nodes: dict[str, list[str]] = defaultdict(list)
     leaf_unit: dict[str, str] = {}  # leaf -> its unit, computed once per leaf
     units: dict[str, str] = {}
+    unplaced: list[str] = []  # in-scope nodes without a leaf switch: under the catch-all
     for node in _scoped(fabric.nodes, req):
         leaf = node.leaf
         if leaf is None:
+            unplaced.append(node.name)
+            units[node.name] = ctx.catch_all
             continue
         leaf_nodes[leaf].append(node.name)
         unit = leaf_unit.get(leaf)
@@ -365,6 +373,10 @@ def _tree(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
         nodes = ctx.sort(leaf_nodes.get(name, ()))
         switches.append(TreeSwitch(name, ctx.sort(kids), nodes))
         stack.extend(reversed(kids))
+    if unplaced:
+        # A root of its own, after the fabric: Slurm keeps these nodes schedulable (jobs among
+        # them), where a node under no switch would be left out of every multi-node job.
+        switches.append(TreeSwitch(ctx.catch_all, (), ctx.sort(unplaced)))
     topo = Topology(req.name, req.cluster_default, TreeSpec(tuple(switches)))
     return PlannedTopology(topo, units)
 
@@ -542,12 +554,22 @@ def _unit_name(domain: str, sub: str) -> str:
     return f"{domain}.{sub}" if sub else domain
 
 
-def _block(ctx: _Context, req: TopologyRequest) -> PlannedTopology:
+def _block(ctx: _Context, req: TopologyRequest, notes: Findings) -> PlannedTopology:
     layout = _BlockLayout(ctx, req)
     layout.check_names()
     block_sizes = layout.block_sizes()
     base = block_sizes[0]
     layout.fit(base)
+    largest = max((u.slots for u in layout.units.values()), default=base)
+    if base > largest:  # only explicit sizes: an inferred base is the largest unit
+        what = "NVLink sub-domain" if req.source == "subdomain" else "NVLink domain"
+        notes.warning(
+            f"topology {req.name}",
+            f"the base block size {base} is larger than every {what} (the largest has "
+            f"{largest} node slots): a job of {largest + 1} to {base} nodes could never run, "
+            "since Slurm puts a job no larger than the base block inside one base block",
+            f"lower the first BlockSizes value to {largest} (blockSizes, --block-sizes)",
+        )
     slots = _layout(layout.root)
     # Trailing placeholders only up to a whole group of the largest level (as topograph pads).
     used = len(slots)

@@ -29,7 +29,7 @@ from slinky_topology.build import Plan, plan, with_block_options
 from slinky_topology.emit.annotations import ANNOTATION_KEY
 from slinky_topology.errors import Finding, InputError, TopologyError, ValidationError
 from slinky_topology.flags import add_block_arguments
-from slinky_topology.model import BlockOptions
+from slinky_topology.model import BlockOptions, catch_all_switch
 from slinky_topology.parse import parse_topology_file
 from slinky_topology.pipeline import (
     FORMATS,
@@ -411,7 +411,10 @@ def _cmd_explain(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             cur = parents.get(cur)
         lines.append(f"  switches (leaf first): {' > '.join(chain)}")
     else:
-        lines.append("  switches: none (node has no leaf switch)")
+        lines.append(
+            "  switches: none (node has no leaf switch; tree topologies hold it under the "
+            f"catch-all switch {catch_all_switch({s.name for s in fabric.switches})})"
+        )
     dom = node.domain or "none"
     if node.subdomain:
         dom += f" (partition {node.subdomain})"

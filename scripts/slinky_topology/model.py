@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from slinky_topology.errors import Finding
 
 __all__ = [
     "NAME_RE",
+    "NO_TOPOLOGY",
     "OVERSIZED_POLICIES",
     "Block",
     "BlockOptions",
@@ -41,6 +44,7 @@ __all__ = [
     "TopologyRequest",
     "TreeSpec",
     "TreeSwitch",
+    "catch_all_switch",
     "is_safe_name",
     "natural_key",
 ]
@@ -58,11 +62,25 @@ OVERSIZED_POLICIES: tuple[OversizedPolicy, ...] = ("split", "error")
 #: free of Slurm config syntax (``, : = # [ ]`` and whitespace), at most 64 characters.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SPLIT_DIGITS = re.compile(r"(\d+)")
+#: The catch-all switch of tree topologies: nodes without a leaf switch hang from it, so they stay
+#: schedulable (topograph names its pseudo-switch the same). See :func:`catch_all_switch`.
+NO_TOPOLOGY = "no-topology"
 
 
 def is_safe_name(name: str) -> bool:
     """Return whether ``name`` matches :data:`NAME_RE` in full."""
     return NAME_RE.fullmatch(name) is not None
+
+
+def catch_all_switch(switches: Collection[str]) -> str:
+    """The name of the catch-all switch for a fabric whose switches are ``switches``:
+    :data:`NO_TOPOLOGY`, or ``no-topology-1``, ``no-topology-2``, ... when a real switch has it."""
+    name = NO_TOPOLOGY
+    i = 0
+    while name in switches:
+        i += 1
+        name = f"{NO_TOPOLOGY}-{i}"
+    return name
 
 
 def natural_key(name: str) -> tuple[tuple[str | int, ...], str]:

@@ -148,6 +148,14 @@ LABELER_ROWS = (
         "blockSource: domain, oversizedDomains: split).",
     ),
     Row(
+        "block-sizes-base-over-16-bits",
+        LABELER,
+        {"topology": {"blockSizes": [65536, 131072]}},
+        "topology.blockSizes[0] (the base block size) is 65536, over 65535: slurmctld keeps it in "
+        "16 bits (65536 crashes it, more is fatal at start-up). Use a base of at most 65535 nodes, "
+        "one NVLink domain (e.g. 18), and reach larger groups with the next values ([18, 36, 72]).",
+    ),
+    Row(
         "service-accounts-collide",
         LABELER,
         {

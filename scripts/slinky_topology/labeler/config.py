@@ -124,7 +124,7 @@ class LabelerConfig:
         if self.block_sizes is not None:
             problems = block_sizes_findings(self.block_sizes, "--block-sizes")
             if problems:
-                raise ConfigError(f"--block-sizes: {problems[0].message} (e.g. 18,36,72)")
+                raise ConfigError(f"--block-sizes: {problems[0].message}; {problems[0].fix}")
         if self.write_workers < 1:
             raise ConfigError(f"--write-workers must be >= 1, got {self.write_workers}")
 

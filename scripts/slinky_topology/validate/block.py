@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from slinky_topology.model import BlockSpec
 
 __all__ = [
+    "MAX_BASE_BLOCK",
     "MAX_BLOCK_LEVEL",
     "block_sizes_findings",
     "check_block_sizes",
@@ -23,6 +24,10 @@ __all__ = [
 
 MAX_BLOCK_LEVEL = 15
 """Largest ``log2(size / base)`` Slurm accepts (MAX_BLOCK_LEVELS 16)."""
+MAX_BASE_BLOCK = 65535
+"""Largest base block size: slurmctld keeps it in 16 bits (``bblock_node_cnt``); 65537 is fatal
+at start-up and 65536 crashes slurmctld (a divide error in topology_block.so), issue 30 item 7.
+Larger levels are stored as multiples of the base and have no such bound."""
 
 
 def _size_problems(sizes: tuple[int, ...]) -> list[str]:
@@ -30,6 +35,11 @@ def _size_problems(sizes: tuple[int, ...]) -> list[str]:
         return ["values must be positive"]
     base = sizes[0]
     problems: list[str] = []
+    if base > MAX_BASE_BLOCK:
+        problems.append(
+            f"the base block size {base} is over {MAX_BASE_BLOCK}, the largest Slurm stores "
+            "(16 bits; 65536 crashes slurmctld)"
+        )
     prev = 0
     for s in sizes:
         ratio, rem = divmod(s, base)
@@ -53,12 +63,13 @@ def check_block_sizes(
         return
     text = ",".join(map(str, sizes))
     for problem in _size_problems(sizes):
-        out.error(
-            subject,
-            f"invalid BlockSizes {text}: {problem}",
-            "use base, base*2, base*4, ... (for example 18,36,72)",
-            line=line,
+        fix = (
+            f"use a base block of at most {MAX_BASE_BLOCK} nodes (one NVLink domain, e.g. 18) "
+            "and reach larger groups with the next levels (18,36,72,...)"
+            if problem.startswith("the base block size")
+            else "use base, base*2, base*4, ... (for example 18,36,72)"
         )
+        out.error(subject, f"invalid BlockSizes {text}: {problem}", fix, line=line)
 
 
 def block_sizes_findings(
@@ -84,12 +95,16 @@ def parse_block_sizes(text: str, what: str = "--block-sizes") -> tuple[int, ...]
         ) from None
     problems = block_sizes_findings(sizes, what)
     if problems:
-        raise InputError(f"{what}: {problems[0].message} (e.g. 18,36,72)")
+        raise InputError(f"{what}: {problems[0].message}; {problems[0].fix}")
     return sizes
 
 
-def check_block_spec(out: Findings, topo: str, spec: BlockSpec) -> None:
-    """Blocks of one topology: names, duplicates, nodes in two blocks, sizes against the base."""
+def check_block_spec(out: Findings, topo: str, spec: BlockSpec, *, base_fit: bool = True) -> None:
+    """Blocks of one topology: names, duplicates, nodes in two blocks, sizes against the base.
+
+    ``base_fit``: warn when the base block size is larger than every block's node count (off
+    when the caller already checked it against the NVLink domain sizes, as generation does).
+    """
     subj = f"topology {topo}"
     if not spec.blocks:
         out.error(subj, "has no blocks (slurmctld fatal)", "define at least one block")
@@ -122,15 +137,25 @@ def check_block_spec(out: Findings, topo: str, spec: BlockSpec) -> None:
             f"remove {node} from one of the blocks",
             line=seen.get(second),
         )
-    _check_base(out, subj, spec)
+    _check_base(out, subj, spec, base_fit=base_fit)
 
 
-def _check_base(out: Findings, subj: str, spec: BlockSpec) -> None:
+def _check_base(out: Findings, subj: str, spec: BlockSpec, *, base_fit: bool) -> None:
     non_empty = [b for b in spec.blocks if b.nodes]
     if not spec.block_sizes and not non_empty:
         out.error(subj, "blocks contain no nodes and BlockSizes is not set", "set BlockSizes")
     first = len(non_empty[0].nodes) if non_empty else 0
     base = spec.block_sizes[0] if spec.block_sizes else first
+    largest = max((len(b.nodes) for b in non_empty), default=0)
+    if base_fit and spec.block_sizes and non_empty and base > largest:
+        out.warning(
+            subj,
+            f"the base block size {base} is larger than every block (the largest lists "
+            f"{largest} nodes): a job of {largest + 1} to {base} nodes could never run, since "
+            "Slurm puts a job no larger than the base block inside one base block",
+            f"lower the first BlockSizes value to {largest} (the NVLink domain size)",
+            line=spec.line,
+        )
     for b in spec.blocks:
         if base and len(b.nodes) > base:
             out.warning(

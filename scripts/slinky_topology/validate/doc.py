@@ -28,13 +28,15 @@ def validate_doc(
     location: str | None = None,
     known_nodes: Iterable[str] | None = None,
     require_default: bool = True,
+    base_fit: bool = True,
 ) -> list[Finding]:
     """Check a topology.yaml (``conf=False``) or topology.conf content against b.1-b.4 and f.3.
 
     ``require_default``: exactly one topology.yaml item has ``cluster_default: true`` (ours, for
     what we generate). ``False`` accepts a file with none (topology.yaml(5) defaults the key to
     false; Slurm then uses the first topology) with a warning saying which one; two or more stay
-    an error either way.
+    an error either way. ``base_fit``: warn when a block topology's base block size is larger
+    than every block (see :func:`~.block.check_block_spec`).
     """
     out = Findings(location)
     if not doc.topologies:
@@ -53,7 +55,7 @@ def validate_doc(
         if isinstance(topo.spec, TreeSpec):
             check_tree_spec(out, topo.name, topo.spec, conf=conf)
         elif isinstance(topo.spec, BlockSpec):
-            check_block_spec(out, topo.name, topo.spec)
+            check_block_spec(out, topo.name, topo.spec, base_fit=base_fit)
     if known_nodes is not None:
         _check_coverage(out, doc, set(known_nodes))
     return out.items

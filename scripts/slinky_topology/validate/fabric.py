@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from slinky_topology.model import Fabric, TopologyRequest, natural_key
+from slinky_topology.model import Fabric, TopologyRequest, catch_all_switch, natural_key
 from slinky_topology.validate.block import check_block_sizes
 from slinky_topology.validate.findings import Findings
 from slinky_topology.validate.names import check_name, name_ok
@@ -207,14 +207,25 @@ def _check_request(
 def _check_coverage(out: Findings, fabric: Fabric) -> None:
     present = [n for n in fabric.nodes if n.state != "absent"]
     requested = {r.kind for r in fabric.topologies} if fabric.topologies else {"tree", "block"}
+    catch_all = catch_all_switch({s.name for s in fabric.switches})
     for kind, attr, what in (("tree", "leaf", "leaf switch"), ("block", "domain", "NVLink domain")):
         missing = sorted((n.name for n in present if getattr(n, attr) is None), key=natural_key)
         if kind in requested and missing and len(missing) < len(present):
+            where = (
+                f"hang from the catch-all switch {catch_all} in tree topologies (a root of its "
+                "own: no job spans them and the rest of the fabric)"
+                if kind == "tree"
+                else "stay out of block topologies"
+            )
             out.warning(
                 f"fabric {fabric.name}",
-                f"{len(missing)} nodes have no {what} and stay out of {kind} "
-                f"topologies ({', '.join(missing[:5])})",
+                f"{len(missing)} nodes have no {what} and {where} ({', '.join(missing[:5])})",
                 f"give them a {what} if they should be placed",
             )
     if fabric.switches and fabric.nodes and not any(n.leaf for n in fabric.nodes):
-        out.warning(f"fabric {fabric.name}", "no node has a leaf switch", "set leaf on nodes")
+        out.warning(
+            f"fabric {fabric.name}",
+            f"no node has a leaf switch; tree topologies hold every node under the catch-all "
+            f"switch {catch_all}",
+            "set leaf on nodes",
+        )

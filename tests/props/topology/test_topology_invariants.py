@@ -32,6 +32,7 @@ from slinky_topology.parse import parse_topology_conf, parse_topology_yaml
 from slinky_topology.validate import (
     MAX_BLOCK_LEVEL,
     MAX_TREE_DEPTH,
+    block_sizes_findings,
     parse_spec,
     validate_doc,
     validate_specs,
@@ -127,6 +128,41 @@ def test_block_sizes_valid(fabric: Fabric) -> None:
     assert all(len(b.nodes) <= base for b in spec.blocks)
 
 
+def _slurm_accepts(sizes: list[int]) -> bool:
+    """Slurm's BlockSizes rules, written out: a base of 1-65535 nodes (16 bits), then sizes
+    base * 2^k (1 <= k <= 15) in strictly increasing order."""
+    base = sizes[0]
+    if not 1 <= base <= 65535:
+        return False
+    levels = []
+    for size in sizes:
+        if size % base:
+            return False
+        ratio = size // base
+        k = ratio.bit_length() - 1
+        if ratio != 1 << k or k > 15:
+            return False
+        levels.append(k)
+    return levels == sorted(set(levels))
+
+
+@given(
+    st.one_of(
+        st.lists(st.integers(-2, 140_000), min_size=1, max_size=5),
+        st.tuples(st.integers(60_000, 70_000), st.integers(0, 3)).map(
+            lambda bk: [bk[0] << k for k in range(bk[1] + 1)]
+        ),
+    )
+)
+def test_block_sizes_rules_are_slurms(sizes: list[int]) -> None:
+    """Issue 30 item 7: a BlockSizes list is refused (with a fix) exactly when Slurm would refuse
+    it or crash on it: base outside 1-65535, a size not base * 2^k with k <= 15, or not strictly
+    increasing."""
+    findings = block_sizes_findings(tuple(sizes), "topology t")
+    assert all(f.severity == "error" and f.fix for f in findings)
+    assert (not findings) == _slurm_accepts(sizes), [f.message for f in findings]
+
+
 @given(fabrics())
 def test_alignment(fabric: Fabric) -> None:
     """f.4.4: the domains under any one switch fill one aligned window of base blocks (start index
@@ -205,6 +241,46 @@ def test_tree_invariants(fabric: Fabric) -> None:
     assert set(depth) == set(names)
     assert max(depth.values()) <= MAX_TREE_DEPTH
     assert not [f for f in validate_doc(plan(fabric).doc()) if f.severity == "error"]
+
+
+@given(fabrics(with_partitions=True, leafless=True))
+def test_every_present_node_is_under_one_switch_of_every_tree(fabric: Fabric) -> None:
+    """Issue 30 item 6: in every tree topology (the whole fabric's and a partition's) every present
+    node in its scope is listed by exactly one switch, so Slurm can schedule it; a node without a
+    leaf switch by the catch-all switch, a root that no fabric switch is named like, listing only
+    such nodes; their annotation unit is that switch, which the dynamic skeleton keeps."""
+    reqs = (
+        TopologyRequest("fabric", "tree", cluster_default=True),
+        TopologyRequest("part", "tree", partitions=("gpu",)),
+    )
+    fabric = replace(fabric, topologies=reqs)
+    p = plan(fabric)
+    real = {s.name for s in fabric.switches}
+    units = {t.topology.name: t.units for t in p.topologies}
+    for name in ("fabric", "part"):
+        scope = _scope(fabric, name)
+        topo = p.doc().get(name)
+        assert topo is not None
+        if not scope and name == "part":
+            assert isinstance(topo.spec, FlatSpec), "a partition tree with no node is flat"
+            continue
+        spec = topo.spec
+        assert isinstance(spec, TreeSpec)
+        listed = Counter(n for s in spec.switches for n in s.nodes)
+        assert listed == Counter(n.name for n in scope)
+        loose = {n.name for n in scope if n.leaf is None}
+        extra = [s for s in spec.switches if s.name not in real]
+        if not loose:
+            assert not extra
+            continue
+        (catch_all,) = extra
+        assert set(catch_all.nodes) == loose and not catch_all.children
+        assert all(catch_all.name not in s.children for s in spec.switches)
+        assert {units[name][n] for n in loose} == {catch_all.name}
+        skeleton = p.doc("dynamic").get(name)
+        assert skeleton is not None and isinstance(skeleton.spec, TreeSpec)
+        assert catch_all.name in {s.name for s in skeleton.spec.switches}
+    assert not [f for f in validate_specs(p.doc("dynamic"), p.specs()) if f.severity == "error"]
 
 
 @given(fabrics())

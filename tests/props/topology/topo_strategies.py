@@ -20,13 +20,19 @@ PREFIXES = ("gpu", "n", "node-", "r1n", "x")
 
 @st.composite
 def fabrics(
-    draw: st.DrawFn, max_racks: int = 12, with_partitions: bool = False, cliques: bool = False
+    draw: st.DrawFn,
+    max_racks: int = 12,
+    with_partitions: bool = False,
+    cliques: bool = False,
+    leafless: bool = False,
 ) -> Fabric:
     """A switch tree (1-3 tiers, 1-2 roots) with NVLink racks hanging from leaves.
 
     Every domain is declared (with slots) and sits under one leaf, so its placement depends only
     on the switch tree. Some nodes are absent, some have no domain (CPU nodes). ``cliques``:
     nodes get NVLink partitions and the block topology makes one block per partition.
+    ``leafless``: up to three more nodes (``loose0``...) have no leaf switch, and a switch may be
+    named ``no-topology`` (the catch-all switch's own name).
     """
     tiers = draw(st.integers(1, 3))
     n_roots = draw(st.integers(1, 2))
@@ -66,6 +72,18 @@ def fabrics(
             )
     for c in range(draw(st.integers(0, 3))):
         nodes.append(Node(f"cpu{c}", leaf=draw(st.sampled_from(leaves)), partitions=("cpu",)))
+    if leafless:
+        for c in range(draw(st.integers(0, 3))):
+            loose: NodeState = draw(st.sampled_from(("up", "down", "absent")))
+            parts = ("gpu",) if draw(st.booleans()) or not with_partitions else ("other",)
+            nodes.append(Node(f"loose{c}", state=loose, partitions=parts))
+        if draw(st.booleans()):
+            taken = draw(st.sampled_from([s.name for s in switches]))
+            switches = [_renamed(s, taken, "no-topology") for s in switches]
+            nodes = [replace(n, leaf="no-topology") if n.leaf == taken else n for n in nodes]
+            domains = [
+                replace(d, switch="no-topology") if d.switch == taken else d for d in domains
+            ]
     topologies = (
         TopologyRequest("fabric", "tree", cluster_default=True),
         TopologyRequest(
@@ -83,6 +101,11 @@ def fabrics(
         nodes=tuple(nodes),
         topologies=topologies,
     )
+
+
+def _renamed(switch: Switch, old: str, new: str) -> Switch:
+    name = new if switch.name == old else switch.name
+    return Switch(name, new if switch.parent == old else switch.parent)
 
 
 def permuted(fabric: Fabric, data: st.DataObject) -> Fabric:

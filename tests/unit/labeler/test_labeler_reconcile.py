@@ -92,19 +92,45 @@ def test_adding_a_node_touches_only_that_node() -> None:
 
 
 def test_removing_a_node_from_the_fabric_removes_only_owned_keys() -> None:
-    items = tiered_fleet()
+    """A block-only fabric (GFD cliques, no switches): a node that loses its clique label is in
+    no topology any more, so its owned keys go (a tree would keep it: see the next test)."""
+    items = gfd_fleet()
     after, cm = _converged(items)
     gone = after[2]
     gone["metadata"]["labels"] = {"team": "a", "foreign/key": "x"}
-    gone["metadata"]["annotations"]["foreign/annotation"] = "keep"
+    gone["metadata"].setdefault("annotations", {})["foreign/annotation"] = "keep"
     plan = reconcile(desired_state(after), current_from_items(after, cm))
     (change,) = plan.nodes
-    assert change.name == "node03" and change.action == "remove"
+    assert change.name == "gpu0003" and change.action == "remove"
     assert all(v is None for v in (*change.labels.values(), *change.annotations.values()))
     assert set(change.labels) | set(change.annotations) <= OWNED_KEYS
     patch = change.merge_patch()["metadata"]
     assert "team" not in patch.get("labels", {}) and "foreign/key" not in patch.get("labels", {})
     assert "foreign/annotation" not in patch.get("annotations", {})
+
+
+def test_a_node_that_loses_its_switch_labels_moves_under_the_catch_all_switch() -> None:
+    """Issue 30 item 6: in a tree a node without a leaf switch stays schedulable: its annotation
+    places it under the catch-all switch ``no-topology``, which the skeleton now lists; its tier
+    and domain labels go, and nothing else of the node changes."""
+    after, cm = _converged(tiered_fleet())
+    loose = after[2]
+    loose["metadata"]["labels"] = {
+        k: v for k, v in loose["metadata"]["labels"].items() if not k.startswith("fabric.")
+    }
+    loose["metadata"]["labels"].pop("accelerator.topograph.run/domain", None)
+    plan = reconcile(desired_state(after), current_from_items(after, cm))
+    (change,) = plan.nodes
+    assert (change.name, change.action) == ("node03", "change")
+    assert change.annotations == {SPEC_ANNOTATION: "fabric:no-topology"}
+    assert change.labels and all(v is None for v in change.labels.values())
+    assert set(change.labels) <= OWNED_KEYS
+    assert plan.configmap is not None
+    (tree,) = [t for t in yaml.safe_load(plan.configmap.data[CONFIGMAP_KEY]) if "tree" in t]
+    switches = [s["switch"] for s in tree["tree"]["switches"]]
+    assert switches[-1] == "no-topology" and switches.count("no-topology") == 1
+    converged, data = _apply(after, plan)
+    assert reconcile(desired_state(converged), current_from_items(converged, data)).writes == 0
 
 
 def test_a_label_change_moves_exactly_one_node() -> None:
