@@ -9,7 +9,8 @@ renders the safe counterpart and checks the objects it produces.
   config file (unless the key is documented as raw lines), ConfigMap keys are valid, numbers stay
   in the ranges Slurm and Kubernetes accept, and every rejection names the right key.
 - slurm-bridge: never `default-scheduler`, never an all-namespaces selector without the explicit
-  opt-in, never the operator's or Slurm's namespace, leader-election durations client-go accepts.
+  opt-in, never the operator's or Slurm's namespace (in whatever form the REST URL names it),
+  leader-election durations client-go accepts.
 - slurm-operator: pprof on localhost unless explicitly opened (and then a NOTES warning), Secrets
   readable only in the watched namespaces when those are listed.
 - NetworkPolicies on by default where the chart knows every peer (operator, webhook, bridge).
@@ -512,6 +513,68 @@ def test_bridge_all_namespaces_is_an_explicit_opt_in() -> None:
     assert set(managed) == {"matchExpressions"}
     assert {"kube-system", helm.DEFAULT_NAMESPACE, "slinky"} <= excluded_namespaces(managed)
     assert "managedNamespaces" not in bridge_config(result)
+
+
+SLURM_REST_API_FORMS = [
+    pytest.param("http://slurm-restapi.slurm:6820", id="service-namespace"),
+    pytest.param("http://slurm-restapi.slurm.svc:6820", id="svc"),
+    pytest.param("http://slurm-restapi.slurm.svc.cluster.local:6820", id="cluster-local"),
+    pytest.param("http://slurm-restapi.slurm.svc.cluster.local.:6820", id="trailing-dot"),
+    pytest.param("http://slurm-restapi.slurm.svc.k8s.example.org:6820", id="custom-domain"),
+    pytest.param("http://slurm-restapi.slurm.svc.k8s.example.org.:6820", id="custom-domain-dot"),
+    pytest.param("https://SLURM-RESTAPI.SLURM.SVC.CLUSTER.LOCAL:6820", id="upper-case"),
+    pytest.param("http://Slurm-RestAPI.Slurm:6820", id="mixed-case"),
+    pytest.param(
+        "http://slurm-restapi-0.slurm-restapi.slurm.svc.cluster.local:6820", id="headless-pod"
+    ),
+]
+
+
+@pytest.mark.parametrize("url", SLURM_REST_API_FORMS)
+def test_bridge_protects_slurm_namespace_in_every_url_form(url: str) -> None:
+    """However `sharedConfig.slurmRestApi` spells the Service (case, trailing dot, cluster
+    domain), its namespace stays protected: `managedNamespaces` may not list it, and neither
+    the webhooks nor `manageAllNamespaces` reach it."""
+    assert_rejected(
+        "slurm-bridge",
+        {"sharedConfig": {"slurmRestApi": url}, "admission": {"managedNamespaces": ["slurm"]}},
+        "admission.managedNamespaces",
+    )
+    result = render(
+        "slurm-bridge",
+        {
+            "sharedConfig": {"slurmRestApi": url},
+            "admission": {"manageAllNamespaces": True, "managedNamespaces": []},
+        },
+    )
+    assert result.ok, result.describe()
+    assert "slurm" in excluded_namespaces(bridge_config(result)["managedNamespaceSelector"])
+    for selector in webhook_namespace_selectors(result):
+        assert "slurm" in excluded_namespaces(selector), selector
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://10.1.2.3:6820", "https://slurm.example.com:6820", "http://slurm.example.com.:6820"],
+)
+def test_bridge_reads_no_namespace_from_hosts_outside_the_cluster(url: str) -> None:
+    """An IP address or an external name names no Service: no namespace is taken from it."""
+    result = render(
+        "slurm-bridge",
+        {
+            "sharedConfig": {"slurmRestApi": url},
+            "admission": {"manageAllNamespaces": True, "managedNamespaces": []},
+        },
+    )
+    assert result.ok, result.describe()
+    excluded = excluded_namespaces(bridge_config(result)["managedNamespaceSelector"])
+    assert excluded == {
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        helm.DEFAULT_NAMESPACE,
+        "slinky",
+    }
 
 
 def test_bridge_leader_election_defaults_are_accepted_by_client_go() -> None:
