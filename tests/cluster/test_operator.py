@@ -13,6 +13,11 @@ TokenRequest token), so the chart's RBAC is what it is allowed. For each scenari
   ask for, each holding the NodeSets it names, and ``scontrol show topology`` the values'
   topology.yaml.
 
+Prolog and epilog scripts: for each ``Prolog=``/``Epilog=``/``PrologSlurmctld=``/
+``EpilogSlurmctld=`` file of the operator's slurm.conf, the projected /etc/slurm of its slurmctld
+StatefulSet holds the file from one ConfigMap, with the script the values gave for that directive;
+values that would share a file are refused by the chart, naming both keys.
+
 NodeSet pods: the operator asks slurmrestd before it creates them, so once slurmctld runs, a real
 slurmrestd (same chroot) answers under the RestApi's Service name through
 ``slinky_harness.k8s.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
@@ -39,6 +44,7 @@ from slinky_harness.build import slinky
 from slinky_harness.core.errors import WaitTimeout
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts, umbrella
+from slinky_harness.helm import client as helm_client
 from slinky_harness.helm.charts import load_yaml
 from slinky_harness.helm.client import Helm
 from slinky_harness.helm.values import merge
@@ -634,3 +640,129 @@ def test_webhook_denies_controller_that_claims_slurm_conf(
         assert "admission webhook" in proc.stderr, proc.stderr
     finally:
         op_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+SCRIPT_DIRECTIVES = {
+    "prologScripts": ("Prolog", "prolog-"),
+    "epilogScripts": ("Epilog", "epilog-"),
+    "prologSlurmctldScripts": ("PrologSlurmctld", "prolog-slurmctld-"),
+    "epilogSlurmctldScripts": ("EpilogSlurmctld", "epilog-slurmctld-"),
+}
+SCRIPT_CASES = {
+    "distinct": {
+        "prologScripts": {
+            "00-a.sh": "#!/bin/sh\necho prolog a\n",
+            "prolog-b.sh": "#!/bin/sh\necho b\n",
+        },
+        "epilogScripts": {"00-a.sh": "#!/bin/sh\necho epilog\n"},
+        "prologSlurmctldScripts": {"00-a.sh": "#!/bin/sh\necho prolog ctld\n"},
+        "epilogSlurmctldScripts": {"00-a.sh": "#!/bin/sh\necho epilog ctld\n"},
+    },
+    "prolog-beside-prologSlurmctld": {
+        "prologScripts": {"slurmctld-x.sh": "#!/bin/sh\necho runs on every node\n"},
+        "prologSlurmctldScripts": {"x.sh": "#!/bin/sh\necho runs in slurmctld\n"},
+    },
+}
+
+
+def _wanted_scripts(values: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Directive -> {file in /etc/slurm: the script the values give for it}."""
+    wanted: dict[str, dict[str, str]] = {}
+    for key, (directive, prefix) in SCRIPT_DIRECTIVES.items():
+        for name, script in (values.get(key) or {}).items():
+            wanted.setdefault(directive, {})[prefix + name.removeprefix(prefix)] = script
+    return wanted
+
+
+def _mounted_sources(
+    cluster: Cluster, namespace: str, statefulset: dict[str, Any]
+) -> dict[str, list[tuple[str, str]]]:
+    """File name in slurmctld's /etc/slurm -> [(ConfigMap, its text)], one entry per projected
+    ConfigMap source that puts the file there (a file with two sources is a clash)."""
+    pod = statefulset["spec"]["template"]["spec"]
+    (ctld,) = [c for c in pod["containers"] if c["name"] == "slurmctld"]
+    (mount,) = [m for m in ctld.get("volumeMounts", []) if m["mountPath"] == "/etc/slurm"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    files: dict[str, list[tuple[str, str]]] = {}
+    for source in volume["projected"]["sources"]:
+        ref = source.get("configMap")
+        if not ref:
+            continue
+        data: dict[str, str] = (
+            cluster.kubectl_json("get", "configmap", ref["name"], "-n", namespace).get("data") or {}
+        )
+        items = ref.get("items") or [{"key": k, "path": k} for k in data]
+        for item in items:
+            files.setdefault(item["path"], []).append((ref["name"], data[item["key"]]))
+    return files
+
+
+@pytest.mark.parametrize("case", list(SCRIPT_CASES))
+def test_each_script_directive_mounts_the_script_its_values_gave(  # noqa: PLR0917 - fixtures
+    op_cluster: Cluster,
+    helm: Helm,
+    manager: slinky_operator.Manager,
+    case: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """For every Prolog=/Epilog=/PrologSlurmctld=/EpilogSlurmctld= file of the operator's
+    slurm.conf, the file the operator mounts in slurmctld's /etc/slurm has one source and holds
+    the script the values gave for that directive; or the chart refuses the values, naming both
+    keys that would share a file (issue 30, item 1)."""
+    values = SCRIPT_CASES[case]
+    # short: the operator's ClusterName <namespace>_<release>-slurm must stay within 40 characters
+    namespace = f"scripts-{list(SCRIPT_CASES).index(case)}"
+    overlay = tmp_path / "scripts.yaml"
+    overlay.write_text(yaml.safe_dump(values))
+    default = next(s for s in SCENARIOS if s.name == "ci/default")
+    args = [*support.values_args([*support.values_files(default), overlay])]
+    request.addfinalizer(
+        lambda: helm.run(
+            "uninstall", "sc", "-n", namespace, "--wait", "--timeout", "60s", check=False
+        )
+    )
+    result = helm_client.install_past_webhook_race(
+        helm, "sc", str(CLUSTER_CHART.path), "-n", namespace, "--create-namespace", *args
+    )
+    wanted = _wanted_scripts(values)
+    if not result.ok:
+        files = [f for scripts in wanted.values() for f in scripts]
+        clashing = {f for f in files if files.count(f) > 1}
+        assert clashing, f"refused values without a clash:\n{result.stderr}"
+        for key, (_, prefix) in SCRIPT_DIRECTIVES.items():
+            for name in values.get(key) or {}:
+                if prefix + name.removeprefix(prefix) in clashing:
+                    assert f"{key}.{name}" in result.stderr, result.stderr
+        return
+    controller = next(
+        d for d in support.release_objects(helm, "sc", namespace) if d["kind"] == "Controller"
+    )
+    name = controller["metadata"]["name"]
+    directives = "|".join(d for d, _ in SCRIPT_DIRECTIVES.values())
+    config = support.wait_object(
+        op_cluster,
+        "configmap",
+        f"{name}-config",
+        namespace,
+        ready=lambda c: bool(
+            re.search(rf"^({directives})=", (c.get("data") or {}).get("slurm.conf", ""), re.M)
+        ),
+        what=" naming the scripts",
+    )
+    named: dict[str, set[str]] = {}
+    for directive, path in re.findall(
+        rf"^({directives})=(\S+)$", config["data"]["slurm.conf"], re.M
+    ):
+        # a relative name is read in the folder of slurm.conf, /etc/slurm
+        file = path.removeprefix("/etc/slurm/")
+        assert "/" not in file, f"{directive}={path} is not in /etc/slurm"
+        named.setdefault(directive, set()).add(file)
+    assert named == {d: set(files) for d, files in wanted.items()}, config["data"]["slurm.conf"]
+    statefulset = support.wait_object(op_cluster, "statefulset", f"{name}-controller", namespace)
+    mounted = _mounted_sources(op_cluster, namespace, statefulset)
+    for directive, scripts in wanted.items():
+        for file, script in scripts.items():
+            sources = mounted.get(file, [])
+            assert len(sources) == 1, f"{directive}=/etc/slurm/{file} comes from {sources}"
+            assert sources[0][1] == script, (directive, file, sources[0])

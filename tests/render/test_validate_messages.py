@@ -1011,6 +1011,49 @@ CLUSTER_ROWS = (
         "`vendor.google.a3mega[0].networks` to the 9 VPC networks of the node pool (eth0 on the first).",
     ),
     Row(
+        "script-file-names-clash",
+        CLUSTER,
+        {
+            "prologScripts": {"slurmctld-x.sh": "#!/bin/sh\ntrue\n"},
+            "prologSlurmctldScripts": {"x.sh": "#!/bin/sh\ntrue\n"},
+        },
+        "prologScripts.slurmctld-x.sh and prologSlurmctldScripts.x.sh become the same file "
+        "/etc/slurm/prolog-slurmctld-x.sh (script keys get their kind's prefix: `prolog-`, `epilog-`, "
+        "`prolog-slurmctld-`, `epilog-slurmctld-`): one would replace the others, and Slurm would run it for "
+        "each of their directives. Rename the keys so that each file name is unique.",
+    ),
+    Row(
+        "partition-named-default",
+        CLUSTER,
+        {"partitions": {"Default": {"nodesets": ["ALL"]}}},
+        "partitions.Default makes `PartitionName=Default`, Slurm's defaults record (DEFAULT in any case), not a "
+        "partition: its options would apply to every partition after it. Give the partition another name "
+        "(`Default=YES` in a partition's config makes it the default one).",
+    ),
+    Row(
+        "nodeset-partition-named-default",
+        CLUSTER,
+        {"nodesets": {"default": OWN_PARTITION}},
+        "nodesets.default.partition.enabled makes `PartitionName=default`, Slurm's defaults record (DEFAULT in "
+        "any case), not a partition: its options would apply to every partition after it. Give the partition "
+        "another name (`Default=YES` in a partition's config makes it the default one).",
+    ),
+    Row(
+        "nodeset-named-all",
+        CLUSTER,
+        {"nodesets": {"all": {}}},
+        "nodesets.all is refused: a partition's `Nodes=all` is Slurm's keyword ALL (every node in the cluster), "
+        "so the NodeSet's name could not select it. Rename the NodeSet.",
+    ),
+    Row(
+        "gpus-declared-twice",
+        CLUSTER,
+        {"nodesets": {"compute": {**GPU, "extraConf": "Weight=10 gres=gpu:h100:8"}}},
+        "nodesets.compute.extraConf declares GPUs (gpu:h100:8) and so does nodesets.compute.gpu.count (NodeSet "
+        '"compute"): Slurm would count both. Declare the GPUs once, in `gpu` (or by A3 Mega); a `Gres` of '
+        "extraConf/extraConfMap is for other GRES only.",
+    ),
+    Row(
         "image-repository-required",
         CLUSTER,
         {"nodesets": {"compute": {"slurmd": {"image": {"repository": ""}}}}},

@@ -8,8 +8,12 @@ renders the safe counterpart and checks the objects it produces.
 - slurm-cluster: no value puts a line break, a carriage return or a Slurm separator into a Slurm
   config file (unless the key is documented as raw lines), ConfigMap keys are valid, numbers stay
   in the ranges Slurm and Kubernetes accept, and every rejection names the right key.
+- slurm-cluster follows Slurm's own rules: no two values become one file in /etc/slurm, a
+  NodeSet's `--conf` items are exactly `Key=Value` tokens, no name Slurm reserves (`DEFAULT`,
+  `ALL`), GPUs declared once.
 - slurm-bridge: never `default-scheduler`, never an all-namespaces selector without the explicit
-  opt-in, never the operator's or Slurm's namespace, leader-election durations client-go accepts.
+  opt-in, never the operator's or Slurm's namespace (in whatever form the REST URL names it),
+  leader-election durations client-go accepts.
 - slurm-operator: pprof on localhost unless explicitly opened (and then a NOTES warning), Secrets
   readable only in the watched namespaces when those are listed.
 - NetworkPolicies on by default where the chart knows every peer (operator, webhook, bridge).
@@ -384,6 +388,313 @@ def test_map_key_rejections_name_the_key_path(
     assert_rejected(chart, values, path)
 
 
+# -- slurm-cluster: Slurm's own rules (issue 30) ---------------------------------------------------
+
+SCRIPT = "#!/bin/sh\necho {}\n"
+
+
+def script_files(result: helm.HelmResult) -> dict[str, dict[str, str]]:
+    """ConfigMap name -> its data, for the script ConfigMaps the Controller names in a
+    ``*ScriptRefs`` field."""
+    (controller,) = docs_of(result, "Controller")
+    refs = {
+        ref["name"]
+        for field, value in controller["spec"].items()
+        if field.endswith("ScriptRefs")
+        for ref in value
+    }
+    return {
+        d["metadata"]["name"]: d["data"]
+        for d in docs_of(result, "ConfigMap")
+        if d["metadata"]["name"] in refs
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "paths", "file"),
+    [
+        pytest.param(
+            {
+                "prologScripts": {"slurmctld-x.sh": SCRIPT.format("node")},
+                "prologSlurmctldScripts": {"x.sh": SCRIPT.format("ctld")},
+            },
+            ["prologScripts.slurmctld-x.sh", "prologSlurmctldScripts.x.sh"],
+            "prolog-slurmctld-x.sh",
+            id="prolog-beside-prologSlurmctld",
+        ),
+        pytest.param(
+            {
+                "epilogScripts": {"slurmctld-x.sh": SCRIPT.format("node")},
+                "epilogSlurmctldScripts": {"epilog-slurmctld-x.sh": SCRIPT.format("ctld")},
+            },
+            ["epilogScripts.slurmctld-x.sh", "epilogSlurmctldScripts.epilog-slurmctld-x.sh"],
+            "epilog-slurmctld-x.sh",
+            id="epilog-beside-epilogSlurmctld",
+        ),
+        pytest.param(
+            {
+                "epilogScripts": {"90-dcgm.sh": SCRIPT.format("mine")},
+                "vendor": {"nvidia": {"dcgm": {"enabled": True}}},
+            },
+            ["epilogScripts.90-dcgm.sh", "vendor.nvidia.dcgm.enabled"],
+            "epilog-90-dcgm.sh",
+            id="user-epilog-beside-dcgm",
+        ),
+        pytest.param(
+            {"prologScripts": {"a.sh": SCRIPT.format("a"), "prolog-a.sh": SCRIPT.format("b")}},
+            ["prologScripts.a.sh", "prologScripts.prolog-a.sh"],
+            "prolog-a.sh",
+            id="prefixed-and-bare-key",
+        ),
+        pytest.param(
+            {
+                "configFiles": {"prolog-a.sh": SCRIPT.format("file")},
+                "prologScripts": {"a.sh": SCRIPT.format("a")},
+            },
+            ["configFiles.prolog-a.sh", "prologScripts.a.sh"],
+            "prolog-a.sh",
+            id="config-file-beside-script",
+        ),
+    ],
+)
+def test_script_file_clash_is_refused_naming_both_keys(
+    values: dict[str, Any], paths: list[str], file: str
+) -> None:
+    """Two values that would become one file in /etc/slurm (where the operator mounts every
+    script ConfigMap and names each file in a Prolog=/Epilog=/... line) are refused, and the
+    message names both keys and the file."""
+    result = render("slurm-cluster", values)
+    assert not result.ok, f"accepted {values!r}:\n{result.stdout[-2000:]}"
+    for path in paths:
+        assert path in result.stderr, f"{path!r} not named:\n{result.stderr}"
+    assert f"/etc/slurm/{file}" in result.stderr, result.stderr
+
+
+def test_script_files_each_hold_the_script_of_their_key() -> None:
+    """Every script of every kind (and DCGM's) lands in a file of its own, holding exactly the
+    script its key gave: no key of one script ConfigMap is a key of another."""
+    values = {
+        "prologScripts": {"00-a.sh": SCRIPT.format("p"), "prolog-b.sh": SCRIPT.format("pb")},
+        "epilogScripts": {"00-a.sh": SCRIPT.format("e")},
+        "prologSlurmctldScripts": {"00-a.sh": SCRIPT.format("pc")},
+        "epilogSlurmctldScripts": {"00-a.sh": SCRIPT.format("ec")},
+        "vendor": {"nvidia": {"dcgm": {"enabled": True}}},
+    }
+    result = render("slurm-cluster", values)
+    assert result.ok, result.describe()
+    files: dict[str, str] = {}
+    for data in script_files(result).values():
+        assert not set(data) & set(files), (
+            f"a file name in two ConfigMaps: {set(data) & set(files)}"
+        )
+        files.update(data)
+    assert files["prolog-00-a.sh"] == SCRIPT.format("p")
+    assert files["prolog-b.sh"] == SCRIPT.format("pb")
+    assert files["epilog-00-a.sh"] == SCRIPT.format("e")
+    assert files["prolog-slurmctld-00-a.sh"] == SCRIPT.format("pc")
+    assert files["epilog-slurmctld-00-a.sh"] == SCRIPT.format("ec")
+    assert {"prolog-90-dcgm.sh", "epilog-90-dcgm.sh"} <= set(files)
+
+
+NODE_CONF_HOSTILE = [
+    pytest.param("Weight=10  Features=ib", id="two-spaces"),
+    pytest.param("Weight=10 Features", id="token-without-equals"),
+    pytest.param(" Weight=10", id="leading-space"),
+    pytest.param("Weight=10 ", id="trailing-space"),
+    pytest.param("Weight=10\tFeatures=ib", id="tab"),
+    pytest.param("Features=ib=x", id="equals-in-value"),
+    pytest.param("Weight=", id="empty-value"),
+    pytest.param("=10", id="empty-key"),
+    pytest.param("Features='ib'", id="single-quote"),
+    pytest.param('Features="ib"', id="double-quote"),
+    pytest.param("Features=$HOME", id="dollar"),
+    pytest.param("Features=`id`", id="backtick"),
+    pytest.param("Features=ib;id", id="semicolon"),
+    pytest.param("Features=$(id)", id="parentheses"),
+    pytest.param("Features=(ib)", id="parenthesis"),
+]
+
+
+@pytest.mark.parametrize("line", NODE_CONF_HOSTILE)
+@pytest.mark.parametrize("where", ["nodesets.compute", "nodesetDefaults"])
+def test_nodeset_extra_conf_is_key_value_tokens(line: str, where: str) -> None:
+    """A NodeSet's extraConf is the operator's `--conf` items: anything but `Key=Value` tokens
+    separated by single spaces (values without shell characters) is refused, naming the key."""
+    values: dict[str, Any] = {"nodesets": {"compute": {}}}
+    if where == "nodesetDefaults":
+        values["nodesetDefaults"] = {"extraConf": line}
+    else:
+        values["nodesets"]["compute"]["extraConf"] = line
+    assert_rejected("slurm-cluster", values, f"{where}.extraConf")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("ib nvme", id="space"),
+        pytest.param("'ib'", id="single-quote"),
+        pytest.param("$HOME", id="dollar"),
+        pytest.param("`id`", id="backtick"),
+        pytest.param("ib;id", id="semicolon"),
+        pytest.param("(ib)", id="parenthesis"),
+        pytest.param("a=b", id="equals"),
+        pytest.param(["ib", "$(id)"], id="list-item"),
+    ],
+)
+@pytest.mark.parametrize("where", ["nodesets.compute", "nodesetDefaults"])
+def test_nodeset_extra_conf_map_values_are_plain(value: Any, where: str) -> None:
+    """A NodeSet's extraConfMap becomes the same `--conf` items: a value with a space, quote,
+    `$`, backtick, `;`, parenthesis or `=` is refused, naming the key."""
+    values: dict[str, Any] = {"nodesets": {"compute": {}}}
+    if where == "nodesetDefaults":
+        values["nodesetDefaults"] = {"extraConfMap": {"Features": value}}
+    else:
+        values["nodesets"]["compute"]["extraConfMap"] = {"Features": value}
+    assert_rejected("slurm-cluster", values, f"{where}.extraConfMap.Features")
+
+
+def test_nodeset_extra_conf_plain_tokens_render() -> None:
+    """Ordinary node settings still render as given."""
+    line = "Features=ib,nvme Weight=10 CpuSpecList=0-1 Gres=nic:2"
+    result = render("slurm-cluster", {"nodesets": {"compute": {"extraConf": line}}})
+    assert result.ok, result.describe()
+    (nodeset,) = docs_of(result, "NodeSet")
+    assert nodeset["spec"]["extraConf"] == line
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param({"partitions": {"DEFAULT": PARTITION}}, "partitions.DEFAULT", id="DEFAULT"),
+        pytest.param({"partitions": {"default": PARTITION}}, "partitions.default", id="default"),
+        pytest.param({"partitions": {"Default": PARTITION}}, "partitions.Default", id="Default"),
+        pytest.param(
+            {"nodesets": {"default": {"partition": {"enabled": True}}}},
+            "nodesets.default.partition.enabled",
+            id="nodeset-partition-default",
+        ),
+        pytest.param({"nodesets": {"all": {}}}, "nodesets.all", id="nodeset-all"),
+    ],
+)
+def test_names_slurm_reserves_are_refused(values: dict[str, Any], path: str) -> None:
+    """`PartitionName=DEFAULT` (any case) is Slurm's defaults record and `Nodes=ALL` its every-node
+    keyword: a partition or NodeSet named so is refused, naming the key."""
+    assert_rejected("slurm-cluster", values, path)
+
+
+def node_gres(result: helm.HelmResult, nodeset: str) -> list[str]:
+    """The ``Gres`` tokens (any case) of a NodeSet's ``--conf`` line."""
+    (doc,) = [d for d in docs_of(result, "NodeSet") if d["metadata"]["name"].endswith(nodeset)]
+    return [
+        t for t in str(doc["spec"].get("extraConf", "")).split() if t.lower().startswith("gres=")
+    ]
+
+
+A3MEGA = {
+    "google": {
+        "a3mega": [
+            {"targetNodeSet": "a3", "nodePool": "a3", "networks": [f"n{i}" for i in range(9)]}
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        pytest.param(
+            {"nodesets": {"gpu": {"gpu": {"count": 8}, "extraConf": "Weight=1 gres=gpu:8"}}},
+            "nodesets.gpu.extraConf",
+            id="lower-case-gres-in-extraConf",
+        ),
+        pytest.param(
+            {"nodesets": {"gpu": {"gpu": {"gres": "gpu:h100:8"}, "extraConf": "GRES=gpu:h100:8"}}},
+            "nodesets.gpu.extraConf",
+            id="upper-case-gres-in-extraConf",
+        ),
+        pytest.param(
+            {"nodesets": {"gpu": {"gpu": {"count": 8}, "extraConfMap": {"gres": ["gpu:8"]}}}},
+            "nodesets.gpu.extraConfMap.gres",
+            id="gres-key-in-extraConfMap",
+        ),
+        pytest.param(
+            {
+                "nodesetDefaults": {"extraConf": "Gres=gpu:8"},
+                "nodesets": {"gpu": {"gpu": {"count": 8}}},
+            },
+            "nodesetDefaults.extraConf",
+            id="gres-from-nodesetDefaults",
+        ),
+        pytest.param(
+            {"vendor": A3MEGA, "nodesets": {"a3": {"extraConf": "Gres=gpu:8"}}},
+            "nodesets.a3.extraConf",
+            id="a3mega-and-extraConf-gpus",
+        ),
+        pytest.param(
+            {"vendor": A3MEGA, "nodesets": {"a3": {"gpu": {"count": 8}}}},
+            "vendor.google.a3mega[0]",
+            id="a3mega-and-gpu-count",
+        ),
+    ],
+)
+def test_gpus_declared_twice_are_refused(values: dict[str, Any], path: str) -> None:
+    """GPUs come from one place (`gpu`, or an A3 Mega entry): a `gpu` GRES in a `Gres` key of any
+    case beside them is refused, naming where it is (Slurm would count both)."""
+    stderr = assert_rejected("slurm-cluster", values, path)
+    assert "declares GPUs" in stderr, stderr
+
+
+@pytest.mark.parametrize(
+    ("values", "nodeset", "gres"),
+    [
+        pytest.param(
+            {"vendor": A3MEGA, "nodesets": {"a3": {"extraConf": "Weight=10"}}},
+            "a3",
+            ["Gres=gpu:nvidia_h100_80gb_hbm3:8"],
+            id="a3mega-with-extraConf",
+        ),
+        pytest.param(
+            {"vendor": A3MEGA, "nodesets": {"a3": {"extraConfMap": {"Weight": 10}}}},
+            "a3",
+            ["Gres=gpu:nvidia_h100_80gb_hbm3:8"],
+            id="a3mega-with-extraConfMap",
+        ),
+        pytest.param(
+            {"nodesets": {"gpu": {"gpu": {"count": 8}, "extraConf": "gres=nic:2 Weight=1"}}},
+            "gpu",
+            ["Gres=gpu:8,nic:2"],
+            id="gpu-and-other-gres-in-extraConf",
+        ),
+        pytest.param(
+            {"nodesets": {"gpu": {"gpu": {"count": 8}, "extraConfMap": {"GRES": "nic:2"}}}},
+            "gpu",
+            ["Gres=gpu:8,nic:2"],
+            id="gpu-and-other-gres-in-extraConfMap",
+        ),
+        pytest.param(
+            {"nodesets": {"gpu": {"extraConfMap": {"Gres": ["gpu:h100:4"]}}}},
+            "gpu",
+            ["Gres=gpu:h100:4"],
+            id="gpus-from-extraConfMap-only",
+        ),
+    ],
+)
+def test_gres_is_written_once(values: dict[str, Any], nodeset: str, gres: list[str]) -> None:
+    """A NodeSet's `--conf` line has one `Gres` token: the chart's GPUs (`gpu` or A3 Mega) first,
+    then the other GRES of extraConf/extraConfMap, whichever of them is set."""
+    result = render("slurm-cluster", values)
+    assert result.ok, result.describe()
+    assert node_gres(result, nodeset) == gres
+
+
+def test_a3mega_declares_the_gres_type() -> None:
+    """An A3 Mega NodeSet's `Gres=gpu:...` needs `GresTypes=gpu` in slurm.conf."""
+    result = render("slurm-cluster", {"vendor": A3MEGA, "nodesets": {"a3": {}}})
+    assert result.ok, result.describe()
+    (controller,) = docs_of(result, "Controller")
+    assert "GresTypes=gpu" in str(controller["spec"].get("extraConf", "")).splitlines()
+
+
 # -- slurm-bridge -----------------------------------------------------------------------------------
 
 
@@ -512,6 +823,68 @@ def test_bridge_all_namespaces_is_an_explicit_opt_in() -> None:
     assert set(managed) == {"matchExpressions"}
     assert {"kube-system", helm.DEFAULT_NAMESPACE, "slinky"} <= excluded_namespaces(managed)
     assert "managedNamespaces" not in bridge_config(result)
+
+
+SLURM_REST_API_FORMS = [
+    pytest.param("http://slurm-restapi.slurm:6820", id="service-namespace"),
+    pytest.param("http://slurm-restapi.slurm.svc:6820", id="svc"),
+    pytest.param("http://slurm-restapi.slurm.svc.cluster.local:6820", id="cluster-local"),
+    pytest.param("http://slurm-restapi.slurm.svc.cluster.local.:6820", id="trailing-dot"),
+    pytest.param("http://slurm-restapi.slurm.svc.k8s.example.org:6820", id="custom-domain"),
+    pytest.param("http://slurm-restapi.slurm.svc.k8s.example.org.:6820", id="custom-domain-dot"),
+    pytest.param("https://SLURM-RESTAPI.SLURM.SVC.CLUSTER.LOCAL:6820", id="upper-case"),
+    pytest.param("http://Slurm-RestAPI.Slurm:6820", id="mixed-case"),
+    pytest.param(
+        "http://slurm-restapi-0.slurm-restapi.slurm.svc.cluster.local:6820", id="headless-pod"
+    ),
+]
+
+
+@pytest.mark.parametrize("url", SLURM_REST_API_FORMS)
+def test_bridge_protects_slurm_namespace_in_every_url_form(url: str) -> None:
+    """However `sharedConfig.slurmRestApi` spells the Service (case, trailing dot, cluster
+    domain), its namespace stays protected: `managedNamespaces` may not list it, and neither
+    the webhooks nor `manageAllNamespaces` reach it."""
+    assert_rejected(
+        "slurm-bridge",
+        {"sharedConfig": {"slurmRestApi": url}, "admission": {"managedNamespaces": ["slurm"]}},
+        "admission.managedNamespaces",
+    )
+    result = render(
+        "slurm-bridge",
+        {
+            "sharedConfig": {"slurmRestApi": url},
+            "admission": {"manageAllNamespaces": True, "managedNamespaces": []},
+        },
+    )
+    assert result.ok, result.describe()
+    assert "slurm" in excluded_namespaces(bridge_config(result)["managedNamespaceSelector"])
+    for selector in webhook_namespace_selectors(result):
+        assert "slurm" in excluded_namespaces(selector), selector
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://10.1.2.3:6820", "https://slurm.example.com:6820", "http://slurm.example.com.:6820"],
+)
+def test_bridge_reads_no_namespace_from_hosts_outside_the_cluster(url: str) -> None:
+    """An IP address or an external name names no Service: no namespace is taken from it."""
+    result = render(
+        "slurm-bridge",
+        {
+            "sharedConfig": {"slurmRestApi": url},
+            "admission": {"manageAllNamespaces": True, "managedNamespaces": []},
+        },
+    )
+    assert result.ok, result.describe()
+    excluded = excluded_namespaces(bridge_config(result)["managedNamespaceSelector"])
+    assert excluded == {
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        helm.DEFAULT_NAMESPACE,
+        "slinky",
+    }
 
 
 def test_bridge_leader_election_defaults_are_accepted_by_client_go() -> None:

@@ -7,10 +7,12 @@ reproduced HERE ONLY, so aligning with a change there is a one-file edit:
   slurmrestd Service    = "<fullname>-restapi", port 6820     (upstream's slurm chart names)
   JWT key Secret        = "<fullname>-auth-jwt", key "jwt.key"
 
-A URL host that names a Service ("<service>", "<service>.<namespace>",
-"<service>.<namespace>.svc", "<service>.<namespace>.svc.cluster.local") gives slurm-cluster's
-namespace (a bare "<service>" is in this release's namespace); any other host (an IP address, an
-external name such as "slurm.example.com") is outside the cluster, as far as the chart can tell.
+A URL host names a Service in every form cluster DNS answers, whatever its case and with or
+without the trailing dot of a fully qualified name: "<service>" (this release's namespace),
+"<service>.<namespace>", "<service>.<namespace>.svc" followed by any cluster domain
+("cluster.local" or a custom one), and a headless Service's pod, "<pod>.<service>.<namespace>.svc..."
+All give slurm-cluster's namespace. Any other host (an IP address, an external name such as
+"slurm.example.com") is outside the cluster, as far as the chart can tell.
 */}}
 
 {{- /*
@@ -20,20 +22,25 @@ Usage: {{ $svc := include "slurm-bridge.restapi.service" . | fromYaml }}
 */}}
 {{- define "slurm-bridge.restapi.service" -}}
 {{- $url := urlParse .Values.sharedConfig.slurmRestApi }}
-{{- $host := regexReplaceAll ":[0-9]+$" $url.host "" }}
+{{- /* DNS names are case-insensitive; a trailing dot only makes the name absolute */}}
+{{- $host := regexReplaceAll ":[0-9]+$" $url.host "" | lower | trimSuffix "." }}
 {{- $port := regexFind "[0-9]+$" (regexFind ":[0-9]+$" $url.host) }}
 {{- if not $port }}{{- $port = ternary "443" "80" (eq $url.scheme "https") }}{{- end }}
 {{- $label := "[a-z0-9]([-a-z0-9]*[a-z0-9])?" }}
-{{- if regexMatch (printf "^%s$" $label) $host }}
-{{- if not (regexMatch "^[0-9]+$" $host) }}
-name: {{ $host | quote }}
-namespace: {{ include "slurm-bridge.namespace" . | quote }}
-port: {{ $port }}
-{{- end }}
-{{- else if regexMatch (printf "^%s\\.%s(\\.svc(\\.cluster\\.local)?)?$" $label $label) $host }}
 {{- $parts := splitList "." $host }}
-name: {{ index $parts 0 | quote }}
-namespace: {{ index $parts 1 | quote }}
+{{- $svc := list }}
+{{- if regexMatch (printf "^%s$" $label) $host }}
+{{- if not (regexMatch "^[0-9]+$" $host) }}{{- $svc = list $host (include "slurm-bridge.namespace" .) }}{{- end }}
+{{- else if regexMatch (printf "^%s\\.%s$" $label $label) $host }}
+{{- $svc = $parts }}
+{{- else if regexMatch (printf "^%s\\.%s\\.svc(\\.%s)*$" $label $label $label) $host }}
+{{- $svc = slice $parts 0 2 }}
+{{- else if regexMatch (printf "^%s\\.%s\\.%s\\.svc(\\.%s)*$" $label $label $label $label) $host }}
+{{- $svc = slice $parts 1 3 }}
+{{- end }}
+{{- with $svc }}
+name: {{ index . 0 | quote }}
+namespace: {{ index . 1 | quote }}
 port: {{ $port }}
 {{- end }}
 {{- end }}

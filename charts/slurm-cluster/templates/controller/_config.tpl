@@ -184,25 +184,75 @@ Usage: {{ include "slurm-cluster.gpuVendors" . }}
 {{- end }}
 
 {{- /*
+Where a merged NodeSet's node `Gres=` comes from (one rule, values.yaml `gpu`), as YAML:
+`chart` the GPUs the chart declares ("" for none): `gpu` (gres or type/count), else the
+vendor.google.a3mega entry that targets the NodeSet (`vendorGres`); `chartFrom` its values path
+(relative to the NodeSet, or `vendor.google.a3mega[<i>]`); `user` the items of every `Gres` key
+(any case) of extraConf (when set) or extraConfMap; `userFrom` where they are (relative).
+Usage: {{ $g := include "slurm-cluster.nodeset.gres" $nodeset | fromYaml }}
+*/}}
+{{- define "slurm-cluster.nodeset.gres" -}}
+{{- $gpu := include "slurm-cluster.nodeset.gpu" . | fromYaml }}
+{{- $chart := $gpu.gres | default (.vendorGres | default "") }}
+{{- $chartFrom := "" }}
+{{- if $gpu.gres }}
+{{- $chartFrom = ternary "gpu.gres" "gpu.count" (not (empty (.gpu | default dict).gres)) }}
+{{- else if $chart }}
+{{- $chartFrom = .vendorGresFrom }}
+{{- end }}
+{{- $user := list }}
+{{- $userFrom := "" }}
+{{- if .extraConf }}
+{{- range (splitList " " (.extraConf | toString | trim)) }}
+{{- if regexMatch "^(?i:gres)=" . }}
+{{- $user = concat $user (splitList "," (regexReplaceAll "^[^=]*=" . "")) }}
+{{- $userFrom = "extraConf" }}
+{{- end }}
+{{- end }}
+{{- else }}
+{{- range $k, $v := (.extraConfMap | default dict) }}
+{{- if eq (lower $k) "gres" }}
+{{- $userFrom = printf "extraConfMap.%s" $k }}
+{{- if kindIs "slice" $v }}
+{{- range $v }}{{- $user = append $user (include "slurm-cluster.scalar" .) }}{{- end }}
+{{- else if not (kindIs "invalid" $v) }}
+{{- $user = concat $user (splitList "," (include "slurm-cluster.scalar" $v)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+chart: {{ $chart | quote }}
+chartFrom: {{ $chartFrom | quote }}
+user: {{ without $user "" | toJson }}
+userFrom: {{ $userFrom | quote }}
+{{- end }}
+
+{{- /*
 The slurmd --conf line of a merged NodeSet, upstream's `extraConf` (a raw line, wins) or
-`extraConfMap` (space-separated `Key=Value`), with the GPU Gres of `gpu` first (merged into the
-map's `Gres`; before a raw line that names no `Gres=`).
+`extraConfMap` (space-separated `Key=Value`). When the chart declares GPUs (`gpu` or A3 Mega), the
+line has one `Gres=`: those GPUs, then the items of the user's `Gres` keys (any case), which take
+its place (first on a raw line, the map's `Gres` key otherwise); templates/validate.yaml refuses a
+`gpu` item among them.
 Usage: {{ include "slurm-cluster.nodeset.extraConf" $nodeset }}
 */}}
 {{- define "slurm-cluster.nodeset.extraConf" -}}
-{{- $gpu := include "slurm-cluster.nodeset.gpu" . | fromYaml }}
+{{- $g := include "slurm-cluster.nodeset.gres" . | fromYaml }}
+{{- $gres := prepend ($g.user | default list) $g.chart }}
 {{- if .extraConf }}
 {{- $line := .extraConf | toString | trim }}
-{{- if and $gpu.gres (not (regexMatch "(^|\\s)Gres=" $line)) }}
-{{- $line = printf "Gres=%s %s" $gpu.gres $line }}
+{{- if $g.chart }}
+{{- $tokens := list (printf "Gres=%s" (join "," $gres)) }}
+{{- range (splitList " " $line) }}
+{{- if not (regexMatch "^(?i:gres)=" .) }}{{- $tokens = append $tokens . }}{{- end }}
+{{- end }}
+{{- $line = join " " $tokens }}
 {{- end }}
 {{- $line }}
 {{- else }}
 {{- $conf := deepCopy (.extraConfMap | default dict) }}
-{{- if $gpu.gres }}
-{{- $gres := list $gpu.gres }}
-{{- with (get $conf "Gres") }}
-{{- $gres = concat $gres (ternary . (list .) (kindIs "slice" .)) }}
+{{- if $g.chart }}
+{{- range $k := keys $conf }}
+{{- if eq (lower $k) "gres" }}{{- $_ := unset $conf $k }}{{- end }}
 {{- end }}
 {{- $_ := set $conf "Gres" $gres }}
 {{- end }}
@@ -342,8 +392,8 @@ Usage: {{ include "slurm-cluster.controller.extraConf" . }}
 {{- $ours = append $ours "# scheduling (slurm-cluster preset and overrides)" }}
 {{- $ours = concat $ours (splitList "\n" .) }}
 {{- end }}
-{{- if include "slurm-cluster.gpuVendors" . }}
-{{- $ours = append $ours "# GPUs (NodeSets with gpu)" }}
+{{- if or (include "slurm-cluster.gpuVendors" .) (include "slurm-cluster.a3mega.entries" . | fromYamlArray) }}
+{{- $ours = append $ours "# GPUs (NodeSets with gpu or A3 Mega)" }}
 {{- $ours = append $ours "GresTypes=gpu" }}
 {{- if .Values.accounting.enabled }}
 {{- $ours = append $ours "AccountingStorageTRES=gres/gpu" }}

@@ -66,8 +66,9 @@ Usage: {{ $ns = include "slurm-cluster.a3mega.nodeset" (dict "context" $ "name" 
 {{- define "slurm-cluster.a3mega.nodeset" -}}
 {{- $ns := deepCopy .ns }}
 {{- $entry := dict }}
-{{- range (include "slurm-cluster.a3mega.entries" .context | fromYamlArray) }}
-{{- if eq (toString (.targetNodeSet | default "")) $.name }}{{- $entry = . }}{{- end }}
+{{- $index := 0 }}
+{{- range $i, $e := (include "slurm-cluster.a3mega.entries" .context | fromYamlArray) }}
+{{- if eq (toString ($e.targetNodeSet | default "")) $.name }}{{- $entry = $e }}{{- $index = $i }}{{- end }}
 {{- end }}
 {{- if $entry }}
 {{- $networks := $entry.networks | default list }}
@@ -114,9 +115,9 @@ Usage: {{ $ns = include "slurm-cluster.a3mega.nodeset" (dict "context" $ "name" 
 {{- end }}
 {{- $_ := set $slurmd "resources" $resources }}
 {{- $_ := set $ns "slurmd" $slurmd }}
-{{- $conf := $ns.extraConfMap | default dict }}
-{{- $_ := set $conf "Gres" (printf "gpu:nvidia_h100_80gb_hbm3:%d" $gpus) }}
-{{- $_ := set $ns "extraConfMap" $conf }}
+{{- /* the node's GPUs: slurm-cluster.nodeset.extraConf writes them into its one Gres= (values.yaml `gpu`) */}}
+{{- $_ := set $ns "vendorGres" (printf "gpu:nvidia_h100_80gb_hbm3:%d" $gpus) }}
+{{- $_ := set $ns "vendorGresFrom" (printf "vendor.google.a3mega[%d]" $index) }}
 {{- end }}
 {{- toYaml $ns }}
 {{- end }}
