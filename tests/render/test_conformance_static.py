@@ -23,7 +23,7 @@ from slinky_harness.k8s import schemas as kubeschema
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.apps.conformance.report import Report
+    from slinky_harness.apps.conformance.report import Report, StepResult
 
 
 def _run(
@@ -104,3 +104,35 @@ def test_the_static_phase_alone_passes_and_builds_nothing(
     xml = JUnitXml.fromfile(str(junit))
     assert xml.failures == 0 and xml.skipped == 2, out
     assert {s.name for s in xml} == {"conformance.static", "conformance.live", "conformance.slurm"}
+
+
+def _schema_step(tmp_path: Path, text: str) -> StepResult:
+    values = tmp_path / "values.yaml"
+    values.write_text(text)
+    target = resolve([values], chart="slurm-cluster")
+    ctx = Context(target=target, work=tmp_path, kube_version=kubeschema.newest_version())
+    (result,) = run_steps(ctx, [s for s in static.STEPS if s.name == "schema"], "s").results
+    return result
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict", "path"),
+    [
+        ("clusterName: 2024-01-01\n", "pass", None),
+        ('clusterName: "10\\n"\n', "fail", "clusterName"),
+        ("clusterName: |\n  slinky\n", "fail", "clusterName"),
+        ("clusterName: Slinky\n", "fail", "clusterName"),
+    ],
+    ids=["date", "trailing-newline", "block-scalar", "upper-case"],
+)
+def test_the_schema_verdict_is_helms(
+    tmp_path: Path, text: str, verdict: str, path: str | None
+) -> None:
+    """Helm reads ``2024-01-01`` as a string, which the pattern accepts; a trailing newline
+    meets Python's ``$`` but not Helm's (Go's), and Helm refuses it: the step says what Helm
+    says, at the values path."""
+    result = _schema_step(tmp_path, text)
+    assert result.status == verdict, (result.reason, result.findings, result.details)
+    if path is not None:
+        assert [f.path for f in result.findings] == [path], result.findings
+        assert all(f.fix for f in result.findings)

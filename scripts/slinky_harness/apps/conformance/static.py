@@ -2,9 +2,10 @@
 
 Steps, in order (each finding names the values path in the user's terms):
 
-* ``schema``: each installed chart's merged values against its ``values.schema.json`` (with the
-  draft the schema declares), and the umbrella's own schema; for an umbrella, ``helm lint`` of the
-  built umbrella as well, so that Helm's own schema check agrees.
+* ``schema``: Helm's own verdict (``helm lint`` of the chart or the built umbrella with the user's
+  files: what Helm refuses is what an install refuses), with the paths and fixes of each
+  installed chart's ``values.schema.json`` read in Python (and the umbrella's own schema) where
+  Helm refuses; the values are read as Helm reads them (a date stays a string).
 * ``render-helm4`` / ``render-helm3``: ``helm template`` with the pinned Helm 4 and Helm 3; a
   chart's refusal (its ``validate.yaml`` list, a ``fail``, a schema error) is mapped to the values
   path it names. Helm 4's documents are what the later steps read.
@@ -117,21 +118,35 @@ def _umbrella_schema(target: Target) -> list[Finding]:
     return schema_findings(json.loads(path.read_text()), values)
 
 
-def _helm_lint(ctx: Context) -> tuple[list[Finding], str]:
-    """Helm's own schema check of the built umbrella with the user's files."""
+def _helm_schema(ctx: Context) -> tuple[list[Finding], str]:
+    """Helm's own verdict on the values against the schemas (``helm lint`` of the chart, or of
+    the built umbrella, with the user's files): the schema errors it prints, at their values
+    paths. A lint that fails for another reason (a template's ``fail``) is not a schema verdict:
+    the render step reports it."""
     chart = ctx.target.chart_dir(ctx.work)
     args = ["lint", str(chart), "--strict", "--kube-version", ctx.kube_version]
     result = helm_client.run([*args, *ctx.target.values_args()])
     if result.ok:
-        return [], "helm lint passed"
-    text = f"{result.stdout}\n{result.stderr}"
-    return helm_findings(ctx.target, text) or [
-        Finding("", f"helm lint failed: {_tail(text)}", "fix what Helm reports")
-    ], "helm lint failed"
+        return [], "Helm's schema check (helm lint) accepts the values"
+    found = schema_error_findings(ctx.target, f"{result.stdout}\n{result.stderr}")
+    if not found:
+        return (
+            [],
+            "Helm's schema check accepts the values (helm lint fails in a template: see render)",
+        )
+    return found, "Helm's schema check (helm lint) refuses the values"
+
+
+def _under(path: str, parent: str) -> bool:
+    return not parent or path == parent or path.startswith((f"{parent}.", f"{parent}["))
 
 
 def check_schema(ctx: Context) -> Outcome:
-    findings = _umbrella_schema(ctx.target)
+    """The verdict is Helm's (it is what refuses an install); the schemas read here in Python
+    only lend their paths and fixes to what Helm refuses. Where the two disagree (Python's
+    regular expressions let a trailing newline through ``$``, say) Helm wins, and the details
+    say so."""
+    ours = _umbrella_schema(ctx.target)
     checked = []
     for chart in ctx.target.charts():
         schema_path = chart_index.CHARTS_DIR / chart / "values.schema.json"
@@ -139,18 +154,21 @@ def check_schema(ctx: Context) -> Outcome:
             continue
         schema = json.loads(schema_path.read_text())
         prefix = (chart,) if ctx.target.kind == "umbrella" else ()
-        findings += schema_findings(schema, ctx.target.chart_values(chart), prefix)
+        ours += schema_findings(schema, ctx.target.chart_values(chart), prefix)
         checked.append(chart)
-    details = []
-    if ctx.target.kind == "umbrella":
-        lint, said = _helm_lint(ctx)
-        details.append(said)
-        if lint and not findings:
-            findings = lint  # Helm refuses what the schemas passed: report Helm's words
-        elif findings and lint:
-            details[-1] = "helm lint agrees: it refuses these values too"
-        elif findings and not lint:
-            details.append("Helm's lint passed values the schemas refuse: report this as a bug")
+    helms, said = _helm_schema(ctx)
+    details = [said]
+    findings: list[Finding] = []
+    if helms:
+        # Python's finding where Helm refuses (its paths are finer: an unknown key, not the
+        # object holding it), Helm's own where Python saw nothing wrong
+        findings = [o for o in ours if any(_under(o.path, h.path) for h in helms)]
+        findings += [h for h in helms if not any(_under(o.path, h.path) for o in findings)]
+    elif ours:
+        details.append(
+            "Helm accepts what the Python schema check refuses (not a finding, as Helm is what "
+            "installs): " + "; ".join(f.line() for f in ours[:3])
+        )
     return Outcome(
         f"values of {', '.join(checked) or 'no chart'} checked against their values.schema.json",
         _unique(findings),
