@@ -216,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out is None and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     report.not_run = {p: "left out with --phases" for p in PHASES if p not in phases}
+    report.notes.extend(ctx.caveats)
     report.epilogue.extend(ctx.epilogue)
     sys.stdout.write(render_text(report))
     if args.junit is not None:

@@ -68,6 +68,9 @@ class Report:
     subject: str
     results: list[StepResult] = field(default_factory=list)
     epilogue: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the verdict does not cover (a fleet made from the values: the user's cluster was not
+    checked), on the summary line and in every JUnit suite's properties."""
     not_run: dict[str, str] = field(default_factory=dict)
     """Phases the run left out (``--phases``), each with why: they are not run, so neither a
     pass nor a failure; the verdict says the run covered only the others."""
@@ -120,10 +123,12 @@ def render_text(report: Report) -> str:
         lines.extend(f"        - {finding.line()}" for finding in result.findings)
         lines.extend(f"        {detail}" for detail in result.details)
     lines.extend(f"{phase}: not run ({why})" for phase, why in report.not_run.items())
+    lines.extend(f"NOTE: {note}" for note in report.notes)
     counts = report.counts()
+    caveat = "".join(f"; {note.split(':')[0]}" for note in report.notes)
     lines.append(
         f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped: "
-        f"{report.subject} {report.verdict()}"
+        f"{report.subject} {report.verdict()}{caveat}"
     )
     lines.extend(report.epilogue)
     return "\n".join(lines) + "\n"
@@ -171,6 +176,7 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
              "failures": str(failed), "errors": "0", "skipped": str(skipped),
              "time": f"{took:.3f}"},
         )  # fmt: skip
+        _notes(suite, report.notes)
         for result in results:
             _testcase(suite, result)
         total["fail"] += failed
@@ -185,6 +191,13 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
     ET.indent(root)
     text: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return text + b"\n"
+
+
+def _notes(suite: ET.Element, notes: Sequence[str]) -> None:
+    if notes:
+        properties = ET.SubElement(suite, "properties")
+        for note in notes:
+            ET.SubElement(properties, "property", {"name": "note", "value": note})
 
 
 def _not_run_suite(root: ET.Element, phase: str, why: str) -> None:

@@ -408,13 +408,15 @@ def _chroot() -> tuple[Path, str]:
 
 
 def _nodesets(ctx: Context) -> list[tuple[str, int, Doc]]:
-    """(Slurm NodeSet name, nodes, object): a DaemonSet-mode NodeSet (no replicas) has as many
-    nodes as live/placement placed pods for it."""
+    """(Slurm NodeSet name, nodes, object): as many nodes join as live/placement placed pods
+    for the NodeSet (a pod left Pending runs no slurmd, so it never joins, and the two counts
+    must agree); without a placement count, its replicas."""
     placed: dict[str, int] = ctx.extra.get("placed") or {}
     out = []
     for nodeset in _objects(ctx, "NodeSet"):
         name = slinky_operator.slurm_nodeset_name(nodeset)
-        out.append((name, int(nodeset["spec"].get("replicas") or placed.get(name, 0)), nodeset))
+        nodes = placed[name] if name in placed else int(nodeset["spec"].get("replicas") or 0)
+        out.append((name, nodes, nodeset))
     return out
 
 
@@ -503,9 +505,18 @@ def load(ctx: Context) -> Outcome:
     return Outcome(
         f"slurmctld {version} loads the operator's slurm.conf with "
         f"{', '.join(others) or 'no other file'}; {_count(len(hosts), 'node')} of "
-        f"{_count(len(set(hosts.values())), 'NodeSet')} joined{where}",
+        f"{_count(len(set(hosts.values())), 'NodeSet')} joined{_joined(ctx, len(hosts))}{where}",
         findings,
     )
+
+
+def _joined(ctx: Context, joined: int) -> str:
+    """How the joined nodes relate to the placed pods, when they are fewer (so that the two
+    counts of one run never read as a contradiction)."""
+    pods = sum(nodes for _, nodes, _ in _nodesets(ctx))
+    if joined >= pods:
+        return ""
+    return f" (of {_count(pods, 'placed pod')}: at most {NODES_PER_NODESET} per NodeSet join)"
 
 
 def _partition_path(ctx: Context, values: Mapping[str, Any], name: str, *parts: str) -> str:
