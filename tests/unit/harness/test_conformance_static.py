@@ -403,3 +403,35 @@ def test_mounts_naming_no_volume_and_two_mounts_on_one_path(tmp_path: Path) -> N
         ("", "NodeSet n: container (the chart names it) has two volumeMounts on /w, which the "
          "API server refuses"),
     ]  # fmt: skip
+
+
+def _nodeset(name: str, extra: str = "", partition: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"extraConf": extra, "template": {"spec": {"hostname": f"{name}-"}}}
+    if partition is not None:
+        spec["partition"] = {"enabled": True, "config": partition}
+    return {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+            "metadata": {"name": f"r-slurm-worker-{name}"}, "spec": spec}  # fmt: skip
+
+
+def test_a_default_partition_and_gres_types_slurmctld_needs(tmp_path: Path) -> None:
+    """No partition (with nodes), no ``Default=YES`` partition, and a NodeSet's ``Gres`` that
+    ``GresTypes`` does not name are findings; a ``default=yes`` in any case, ``Gres=(null)``
+    and a GRES type named are not."""
+    target = _cluster_target(tmp_path, "nodesets:\n  g:\n    extraConfMap: {Gres: 'gpu:8'}\n")
+    ok = static.partition_default_findings
+    assert ok(target, {}, 0) == []
+    (none,) = ok(target, {}, 2)
+    assert none.path == "partitions" and "no partition" in none.problem
+    (no_default,) = ok(target, {"a": "MaxTime=1", "b": "PartitionName=b Nodes=ALL"}, 1)
+    assert no_default.problem.startswith("no partition is the default (none of a, b has")
+    assert ok(target, {"a": "MaxTime=1", "b": "PartitionName=b default=yes"}, 1) == []
+    nodesets = [_nodeset("g", "Features=x Gres=gpu:h100:8"), _nodeset("c", "Gres=(null)"),
+                _nodeset("t", "Gres=gpu:1,tpu:4")]  # fmt: skip
+    controller = {"extraConf": "GresTypes=gpu\nPartitionName=x Nodes=ALL"}
+    (tpu,) = static.gres_findings(target, controller, nodesets)
+    assert tpu.path == "nodesets.t" and "GresTypes=tpu" in tpu.problem
+    (gpu,) = static.gres_findings(target, {"extraConf": ""}, nodesets[:1])
+    assert gpu.path == "nodesets.g.extraConfMap"
+    assert "Gres=(null)" in gpu.problem and "nodesets.g.gpu" in gpu.fix
+    parts = static._slurm_partitions(controller, [*nodesets, _nodeset("p", partition="X=1")])
+    assert parts == {"x": "PartitionName=x Nodes=ALL", "p": "X=1"}

@@ -19,6 +19,10 @@ Steps, in order (each finding names the values path in the user's terms):
   that is no lower-case DNS name, ConfigMaps and Secrets over 1 MiB or with bad or doubled keys,
   hostPath ``..`` (and ``/`` or ``/etc``, root on the node), a volumeMount naming no volume, two
   mounts on one path, an object too large for etcd.
+* ``slurm-conf``: what slurmctld will be given: at least one partition when there are NodeSets,
+  one of them ``Default=YES`` (a job without ``-p`` finds it), every NodeSet's ``Gres`` named
+  in ``GresTypes`` (else slurmctld shows ``Gres=(null)``); a GPU vendor hook with no GPU
+  NodeSet is a warning.
 * ``invariants``: the render invariants every tier checks (:mod:`slinky_harness.k8s.manifests`).
 * ``pod-security``: the Pod Security level each namespace needs for its pods, and the label to
   set; it fails only when a namespace the render makes enforces a lower level.
@@ -46,6 +50,7 @@ from slinky_harness.apps.conformance.target import format_path
 from slinky_harness.helm import charts as chart_index
 from slinky_harness.helm import client as helm_client
 from slinky_harness.k8s import manifests, podsecurity, rbac, references
+from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_topology.errors import TopologyError
 from slinky_topology.parse import parse_topology_yaml
@@ -648,6 +653,136 @@ def check_api_server(ctx: Context) -> Outcome:
     )
 
 
+# -- what slurmctld will be given -----------------------------------------------------------------
+
+_CONF_ITEM = re.compile(r"(?i)(?:^|\s)([A-Za-z]+)=(\S+)")
+GPU_HOOKS = (("vendor", "nvidia", "dcgm", "enabled"),)
+"""Vendor hooks that only serve GPU nodes: on without a GPU NodeSet, they do nothing."""
+
+
+def _conf_items(text: str) -> dict[str, str]:
+    """``Key=Value`` items of a slurm.conf line (keys lower-cased)."""
+    return {k.lower(): v for k, v in _CONF_ITEM.findall(text)}
+
+
+def _slurm_partitions(controller: dict[str, Any], nodesets: list[dict[str, Any]]) -> dict[str, str]:
+    """Partition -> its slurm.conf items, as the operator writes them: the Controller's
+    ``PartitionName=`` lines and one partition per NodeSet with ``partition.enabled``."""
+    out: dict[str, str] = {}
+    for line in str(controller.get("extraConf") or "").splitlines():
+        items = _conf_items(line)
+        name = items.get("partitionname", "")
+        if name and name.upper() != "DEFAULT":
+            out[name] = line
+    for nodeset in nodesets:
+        partition = nodeset["spec"].get("partition") or {}
+        if partition.get("enabled"):
+            out[slinky_operator.slurm_nodeset_name(nodeset)] = str(partition.get("config") or "")
+    return out
+
+
+def _gres_source(target: Target, nodeset: str) -> str:
+    block = target.user_block(CLUSTER)
+    entry = ((block.get("nodesets") or {}).get(nodeset)) or {}
+    for key in ("extraConfMap", "extraConf", "gpu"):
+        if isinstance(entry, dict) and key in entry:
+            return target.path_of(CLUSTER, "nodesets", nodeset, key)
+    return target.path_of(CLUSTER, "nodesets", nodeset)
+
+
+def gres_findings(
+    target: Target, controller: dict[str, Any], nodesets: list[dict[str, Any]]
+) -> list[Finding]:
+    """A NodeSet's nodes declare GRES (``Gres=gpu:8``) that slurm.conf's ``GresTypes`` does not
+    name: slurmctld gives them no GPUs (``Gres=(null)``), and a ``--gres=gpu`` job never runs."""
+    types: set[str] = set()
+    for line in str(controller.get("extraConf") or "").splitlines():
+        if "grestypes" in _conf_items(line):
+            types |= {t.strip().lower() for t in _conf_items(line)["grestypes"].split(",")}
+    findings = []
+    for nodeset in nodesets:
+        name = slinky_operator.slurm_nodeset_name(nodeset)
+        gres = _conf_items(str(nodeset["spec"].get("extraConf") or "")).get("gres", "")
+        if gres.lower() in ("", "(null)", "none"):
+            continue
+        missing = sorted({g.split(":")[0].lower() for g in gres.split(",")} - types)
+        if missing:
+            findings.append(
+                Finding(
+                    _gres_source(target, name),
+                    f"NodeSet {name}'s nodes declare Gres={gres}, but slurm.conf has no "
+                    f"GresTypes={','.join(missing)}: slurmctld gives them no GPUs (Gres=(null)) "
+                    "and a --gres job is never placed",
+                    f"declare the GPUs with {target.path_of(CLUSTER, 'nodesets', name, 'gpu')} "
+                    "(the chart then sets GresTypes=gpu), or add GresTypes="
+                    f"{','.join(missing)} ({target.path_of(CLUSTER, 'controller', 'extraConfMap', 'GresTypes')})",
+                )
+            )
+    return findings
+
+
+def partition_default_findings(
+    target: Target, partitions: dict[str, str], nodesets: int
+) -> list[Finding]:
+    """No partition (with NodeSets to run on), or none marked ``Default=YES``: a job without
+    ``-p`` is refused ("No partition specified or system default partition")."""
+    at = target.path_of(CLUSTER, "partitions")
+    if not partitions:
+        if not nodesets:
+            return []
+        return [
+            Finding(
+                at,
+                "slurmctld gets no partition: every job is refused, its nodes idle",
+                f"enable {target.path_of(CLUSTER, 'partitions', 'all', 'enabled')} (nodesets: "
+                "[ALL]) or a NodeSet's own partition (nodesets.<name>.partition.enabled)",
+            )
+        ]
+    if any(_conf_items(conf).get("default", "").upper() == "YES" for conf in partitions.values()):
+        return []
+    return [
+        Finding(
+            at,
+            f"no partition is the default (none of {', '.join(sorted(partitions))} has "
+            "Default=YES): a job without -p is refused",
+            "add Default=YES to one partition's config (partitions.<name>.config, or "
+            "nodesets.<name>.partition.config)",
+        )
+    ]
+
+
+def check_slurm_conf(ctx: Context) -> Outcome:
+    controllers = [d for d in ctx.rendered if d.get("kind") == "Controller"]
+    if not controllers or (controllers[0].get("spec") or {}).get("external"):
+        return Outcome("the release runs no slurmctld of its own: nothing to check")
+    controller = controllers[0]["spec"]
+    nodesets = [d for d in ctx.rendered if d.get("kind") == "NodeSet"]
+    partitions = _slurm_partitions(controller, nodesets)
+    findings = partition_default_findings(ctx.target, partitions, len(nodesets))
+    findings += gres_findings(ctx.target, controller, nodesets)
+    details = []
+    values = _cluster_values(ctx.target) or {}
+    gpu_nodesets = [
+        n for n in nodesets
+        if _conf_items(str(n["spec"].get("extraConf") or "")).get("gres", "").lower().startswith("gpu")
+    ]  # fmt: skip
+    for hook in GPU_HOOKS:
+        node: Any = values
+        for part in hook:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is True and not gpu_nodesets:
+            details.append(
+                f"warning: {ctx.target.path_of(CLUSTER, *hook)} is on, but no NodeSet has GPUs "
+                "(nodesets.<name>.gpu): the hook serves no node"
+            )
+    return Outcome(
+        f"{len(partitions)} partitions, a default among them; every NodeSet's GRES named in "
+        "GresTypes",
+        findings,
+        details,
+    )
+
+
 # -- invariants -----------------------------------------------------------------------------------
 
 
@@ -912,6 +1047,7 @@ def _steps() -> Iterator[Step]:
     yield Step(PHASE, "openapi", _wrap(check_openapi), (render,))
     yield Step(PHASE, "crds", _wrap(check_crds), (render,))
     yield Step(PHASE, "api-server", _wrap(check_api_server), (render,))
+    yield Step(PHASE, "slurm-conf", _wrap(check_slurm_conf), (render,))
     yield Step(PHASE, "invariants", _wrap(check_invariants), (render,))
     yield Step(PHASE, "pod-security", _wrap(check_pod_security), (render,))
     yield Step(PHASE, "rbac", _wrap(check_rbac), (render,))
