@@ -467,8 +467,11 @@ def load(ctx: Context) -> Outcome:
     except ValueError as exc:
         raise StepFailed(f"the files cannot be given to slurmctld: {exc}") from None
     topology_yaml = files.get("topology.yaml", b"").decode("utf-8", "replace")
+    placed: dict[str, int] = ctx.extra.get("placed") or {}
     hosts = release.nodeset_hosts(
-        ((name, replicas) for name, replicas, _ in _nodesets(ctx)), cap=NODES_PER_NODESET
+        # a NodeSet none of whose pods were placed has no node to join
+        ((name, nodes) for name, nodes, _ in _nodesets(ctx) if nodes or name not in placed),
+        cap=NODES_PER_NODESET,
     )
     placement = release.default_placement(topology_yaml, hosts)
     findings: list[Finding] = []
@@ -674,6 +677,32 @@ def land_job(ctld: SlurmCtld, partition: str, members: set[str], topology: str) 
     return Landing(args, placed.group(1), block=f"{inside[0]} of topology {topology}")
 
 
+def default_job(ctld: SlurmCtld) -> str:
+    """Why a job without ``-p`` is refused ("" when it lands): ``sbatch --test-only`` with no
+    partition, as a user's first job is."""
+    result = ctld.run(
+        ctld._client("sbatch"), "--test-only", "-N", "1", "--wrap", "true", check=False
+    )  # fmt: skip
+    text = (result.stdout + result.stderr).strip()
+    if result.returncode == 0 and "on nodes" in text:
+        return ""
+    return text.splitlines()[-1] if text else f"exit {result.returncode}"
+
+
+def _default_job_findings(ctx: Context, ctld: SlurmCtld) -> list[Finding]:
+    refused = default_job(ctld)
+    if not refused:
+        return []
+    return [
+        Finding(
+            ctx.target.path_of(CHART, "partitions"),
+            f"a job without -p is refused (sbatch says: {refused})",
+            "mark one partition Default=YES (partitions.<name>.config, or "
+            "nodesets.<name>.partition.config)",
+        )
+    ]
+
+
 def jobs(ctx: Context) -> Outcome:
     """One job per partition, placed by slurmctld's scheduler; ``--segment`` inside one block
     on block topologies."""
@@ -695,7 +724,18 @@ def jobs(ctx: Context) -> Outcome:
         return ctx.target.path_of(CHART, "controller", "extraConf")
 
     segmented = 0
+    unplaced = sorted(n for n, count in (ctx.extra.get("placed") or {}).items() if not count)
     for name, members in sorted(got.items()):
+        if not members and unplaced:
+            findings.append(
+                Finding(
+                    path(name, "nodesets"),
+                    f"partition {name} has no node: no pod of NodeSet {', '.join(unplaced)} was "
+                    "placed (live/placement), so none joined and no job can land",
+                    "make the NodeSets' pods placeable, as live/placement's finding says",
+                )
+            )
+            continue
         if not members:
             findings.append(
                 Finding(
@@ -712,10 +752,12 @@ def jobs(ctx: Context) -> Outcome:
         segmented += bool(landing.block)
         inside = f", inside block {landing.block}" if landing.block else ""
         details.append(f"{name}: sbatch {' '.join(landing.args)} -> {landing.nodes}{inside}")
+    if any(got.values()):
+        findings += _default_job_findings(ctx, state.ctld)
     return Outcome(
         f"{_count(len(got), 'partition')}, one job each, placed by slurmctld's scheduler "
         f"(sbatch --test-only on the NodeSets' nodes); {segmented} with --segment inside one "
-        "block",
+        "block; a job without -p lands",
         findings,
         details,
     )
