@@ -213,6 +213,7 @@ def test_a_nodeset_with_no_pod_placed_joins_no_node(slurm_root: Path, tmp_path: 
     assert "0 nodes of 0 NodeSets joined" in load.reason, explain(report)
     jobs = next(r for r in report.results if r.id == "slurm/jobs")
     assert jobs.status == "fail", explain(report)
-    assert jobs.findings and all(
+    assert {f.path for f in jobs.findings} == {"slurm-cluster.nodesets.gpu"}, explain(report)
+    assert all(
         "no pod of NodeSet gpu was placed (live/placement)" in f.problem for f in jobs.findings
     ), explain(report)

@@ -719,7 +719,7 @@ def jobs(ctx: Context) -> Outcome:
     def path(name: str, *parts: str) -> str:
         if name in (block.get("partitions") or {}):
             return ctx.target.path_of(CHART, "partitions", name, *parts)
-        if name in state.hosts.values():
+        if name in state.hosts.values() or name in (block.get("nodesets") or {}):
             return ctx.target.path_of(CHART, "nodesets", name, "partition", *parts)
         return ctx.target.path_of(CHART, "controller", "extraConf")
 
@@ -729,7 +729,7 @@ def jobs(ctx: Context) -> Outcome:
         if not members and unplaced:
             findings.append(
                 Finding(
-                    path(name, "nodesets"),
+                    ctx.target.path_of(CHART, "nodesets", unplaced[0]),
                     f"partition {name} has no node: no pod of NodeSet {', '.join(unplaced)} was "
                     "placed (live/placement), so none joined and no job can land",
                     "make the NodeSets' pods placeable, as live/placement's finding says",
@@ -752,12 +752,15 @@ def jobs(ctx: Context) -> Outcome:
         segmented += bool(landing.block)
         inside = f", inside block {landing.block}" if landing.block else ""
         details.append(f"{name}: sbatch {' '.join(landing.args)} -> {landing.nodes}{inside}")
+    no_partition = ""
     if any(got.values()):
-        findings += _default_job_findings(ctx, state.ctld)
+        refused = _default_job_findings(ctx, state.ctld)
+        findings += refused
+        no_partition = "" if refused else "; a job without -p lands"
     return Outcome(
         f"{_count(len(got), 'partition')}, one job each, placed by slurmctld's scheduler "
         f"(sbatch --test-only on the NodeSets' nodes); {segmented} with --segment inside one "
-        "block; a job without -p lands",
+        f"block{no_partition}",
         findings,
         details,
     )
