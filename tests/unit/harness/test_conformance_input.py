@@ -174,3 +174,27 @@ def test_a_date_is_a_string_as_helm_reads_it(tmp_path: Path) -> None:
         "clusterName": "2024-01-01",
         "stamp": "2001-12-14t21:59:43.10-05:00",
     }
+
+
+@pytest.mark.parametrize(
+    ("flag", "data", "says"),
+    [
+        ("--nodes", b"\xff\xfe\x00binary", "not UTF-8 text"),
+        ("--nodes", b"- 1\n- 2\n", "--nodes"),
+        ("--nodes", b'{"kind": "List", "items": 5}', "--nodes"),
+        ("--fabric", b"\xff\xfe\x00binary", "not UTF-8 text"),
+        ("--fabric", b"fabric: [\n", "--fabric"),
+    ],
+    ids=["nodes-binary", "nodes-list", "nodes-items-5", "fabric-binary", "fabric-yaml"],
+)
+def test_a_fleet_file_that_cannot_be_read_is_refused_before_the_run(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    data: bytes,
+    says: str,
+) -> None:
+    path = tmp_path / "fleet.json"
+    path.write_bytes(data)
+    line = _refused(capsys, ["--chart", "slurm-cluster", flag, str(path)], names=str(path))
+    assert says in line

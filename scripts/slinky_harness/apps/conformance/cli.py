@@ -21,8 +21,10 @@ from slinky_harness.apps.conformance import live, slurm, static
 from slinky_harness.apps.conformance.context import Context, run_steps, say
 from slinky_harness.apps.conformance.report import PHASES, render_text, write_junit
 from slinky_harness.apps.conformance.target import TargetError, load_manifests, resolve
+from slinky_harness.k8s import fleet as k8s_fleet
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_topology.errors import TopologyError
+from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -160,6 +162,23 @@ def _check_out(given: Path) -> Path:
     return real
 
 
+def _check_fleet_files(nodes: Path | None, fabric: Path | None) -> None:
+    """``--nodes`` and ``--fabric`` read now (the live phase reads them again), so that a file
+    that is no Nodes dump or fabric is refused before the run, not in its middle."""
+    flag, path = ("--nodes", nodes) if nodes is not None else ("--fabric", fabric)
+    try:
+        if nodes is not None:
+            k8s_fleet.load_nodes(nodes)
+        if fabric is not None:
+            fabric_file.load_fabric(str(fabric))
+    except (k8s_fleet.FleetError, TopologyError) as exc:
+        raise UsageError(f"{flag} {path}: {' '.join(str(exc).split())}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag} {path}: not UTF-8 text (offset {exc.start})") from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{flag} {path}: cannot be read ({type(exc).__name__})") from None
+
+
 def _phases(parser: argparse.ArgumentParser, text: str) -> list[str]:
     phases = [p.strip() for p in text.split(",") if p.strip()]
     unknown = [p for p in phases if p not in PHASES]
@@ -194,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             release=args.release, namespace=args.namespace,
         )  # fmt: skip
         existing = [doc for path in args.existing for doc in load_manifests(path)]
+        if args.nodes is not None or args.fabric is not None:
+            _check_fleet_files(args.nodes, args.fabric)
         work = (
             _check_out(args.out)
             if args.out is not None
