@@ -9,17 +9,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from junitparser import JUnitXml
 from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
 
-from slinky_harness.apps.conformance import static
+from slinky_harness.apps.conformance import cli, static
+from slinky_harness.apps.conformance import slurm as conformance_slurm
 from slinky_harness.apps.conformance.context import Context, run_steps
 from slinky_harness.apps.conformance.target import load_manifests, resolve
+from slinky_harness.build import controlplane, slinky, slurm_chroot
+from slinky_harness.k8s import cluster as kube_cluster
 from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.apps.conformance.report import Report
+    from slinky_harness.apps.conformance.report import Report, StepResult
 
 
 def _run(
@@ -69,4 +73,66 @@ def test_broken_values_fail_at_their_step_and_path(path: Path, tmp_path: Path) -
         paths = {f.path for f in result.findings}
         for want in expected.paths:
             assert want in paths, f"{step} names {sorted(paths)}, not {want}"
+        assert all(f.fix for f in result.findings)
+
+
+def test_the_static_phase_alone_passes_and_builds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--phases static`` on values whose static steps all pass exits 0; the live and slurm
+    phases are reported as not run (JUnit: skipped, not failed), and nothing of theirs is built:
+    every builder of the control plane, the operator and the Slurm chroot raises if called."""
+
+    def no_build(*_: object, **__: object) -> object:
+        raise AssertionError("--phases static built a control plane, the operator or a chroot")
+
+    for module, name in [
+        (controlplane, "ensure_binaries"),
+        (slinky, "ensure_operator"),
+        (slurm_chroot, "ensure_chroot"),
+        (conformance_slurm, "ensure_chroot"),
+        (kube_cluster, "ensure_binaries"),
+    ]:
+        monkeypatch.setattr(module, name, no_build)
+    junit = tmp_path / "report.xml"
+    code = cli.main(["--phases", "static", "--junit", str(junit), "--out", str(tmp_path / "w")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "live: not run (left out with --phases)" in out
+    assert "slurm: not run (left out with --phases)" in out
+    assert "0 failed, 0 skipped" in out
+    xml = JUnitXml.fromfile(str(junit))
+    assert xml.failures == 0 and xml.skipped == 2, out
+    assert {s.name for s in xml} == {"conformance.static", "conformance.live", "conformance.slurm"}
+
+
+def _schema_step(tmp_path: Path, text: str) -> StepResult:
+    values = tmp_path / "values.yaml"
+    values.write_text(text)
+    target = resolve([values], chart="slurm-cluster")
+    ctx = Context(target=target, work=tmp_path, kube_version=kubeschema.newest_version())
+    (result,) = run_steps(ctx, [s for s in static.STEPS if s.name == "schema"], "s").results
+    return result
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict", "path"),
+    [
+        ("clusterName: 2024-01-01\n", "pass", None),
+        ('clusterName: "10\\n"\n', "fail", "clusterName"),
+        ("clusterName: |\n  slinky\n", "fail", "clusterName"),
+        ("clusterName: Slinky\n", "fail", "clusterName"),
+    ],
+    ids=["date", "trailing-newline", "block-scalar", "upper-case"],
+)
+def test_the_schema_verdict_is_helms(
+    tmp_path: Path, text: str, verdict: str, path: str | None
+) -> None:
+    """Helm reads ``2024-01-01`` as a string, which the pattern accepts; a trailing newline
+    meets Python's ``$`` but not Helm's (Go's), and Helm refuses it: the step says what Helm
+    says, at the values path."""
+    result = _schema_step(tmp_path, text)
+    assert result.status == verdict, (result.reason, result.findings, result.details)
+    if path is not None:
+        assert [f.path for f in result.findings] == [path], result.findings
         assert all(f.fix for f in result.findings)

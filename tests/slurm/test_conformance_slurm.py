@@ -185,3 +185,35 @@ def test_broken_values_fail_at_their_step(slurm_root: Path, tmp_path: Path, valu
     for path in expected.paths:
         assert path in [f.path for f in failed.findings], explain(report)
     assert all(f.fix for f in failed.findings), failed.findings
+
+
+def test_a_job_without_a_partition_must_find_a_default(slurm_root: Path, tmp_path: Path) -> None:
+    """A user's first job has no -p: with no partition marked Default=YES, slurmctld refuses
+    it, and the jobs step says so at ``partitions`` (every partition's own job still lands)."""
+    values = REPO / "tests" / "data" / "conformance" / "broken" / "no-default-partition.yaml"
+    ctx = rendered_context([values], tmp_path, [])
+    report = run_phase(ctx)
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    assert jobs.status == "fail", explain(report)
+    (finding,) = jobs.findings
+    assert finding.path == "slurm-cluster.partitions", finding
+    assert finding.problem.startswith("a job without -p is refused (sbatch says: "), finding
+    assert "Default=YES" in finding.fix
+    landed = {line.split(":")[0] for line in jobs.details}
+    assert landed == {"gpu", "slurm-bridge"}, jobs.details
+
+
+def test_a_nodeset_with_no_pod_placed_joins_no_node(slurm_root: Path, tmp_path: Path) -> None:
+    """live/placement placed none of NodeSet gpu's pods: none joins slurmctld (the two counts
+    agree), and the jobs step says why its partitions have no node."""
+    ctx = rendered_context([], tmp_path, [])
+    ctx.extra["placed"] = {"gpu": 0}
+    report = run_phase(ctx)
+    load = next(r for r in report.results if r.id == "slurm/load")
+    assert "0 nodes of 0 NodeSets joined" in load.reason, explain(report)
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    assert jobs.status == "fail", explain(report)
+    assert {f.path for f in jobs.findings} == {"slurm-cluster.nodesets.gpu"}, explain(report)
+    assert all(
+        "no pod of NodeSet gpu was placed (live/placement)" in f.problem for f in jobs.findings
+    ), explain(report)

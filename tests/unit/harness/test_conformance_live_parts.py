@@ -5,6 +5,7 @@ to, and the post-renderer that keeps served webhooks pointed at the local server
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ import yaml
 
 from slinky_harness.apps.conformance import fleet as values_fleet
 from slinky_harness.apps.conformance import live, placement
+from slinky_harness.apps.conformance import slurm as slurm_phase
+from slinky_harness.apps.conformance.context import Context
+from slinky_harness.apps.conformance.report import Report, StepResult, render_text, write_junit
 from slinky_harness.apps.conformance.target import resolve
 from slinky_harness.helm import webhook_postrender
 from slinky_harness.k8s.fleet import FleetError, fleet_from_nodes, load_nodes
@@ -225,3 +229,49 @@ def test_post_renderer_keeps_the_live_webhook_settings_and_nothing_else() -> Non
         "NoneOnDryRun",
     )
     assert out[1:] == rendered[1:]
+
+
+def test_a_fleet_made_from_the_values_says_the_cluster_was_not_checked(tmp_path: Path) -> None:
+    """Without --nodes or --fabric the fleet step says so in its reason and leaves a caveat
+    that the summary line and every JUnit suite carry; with --nodes, no caveat."""
+    values = {"slurm-cluster": {"nodesets": {"a": {"replicas": 2}}}}
+    target = resolve([write(tmp_path, values)])
+    ctx = Context(target, tmp_path, "1.36")
+    outcome = live.fleet_step(ctx)
+    assert "your cluster was not checked" in outcome.reason
+    assert [c.split(":")[0] for c in ctx.caveats] == ["your cluster was not checked"]
+    assert "--nodes" in ctx.caveats[0]
+    report = Report("v", [StepResult("live", "fleet", "pass", outcome.reason)], notes=ctx.caveats)
+    text = render_text(report)
+    assert text.rstrip().splitlines()[-1] == (
+        "1 passed, 0 failed, 0 skipped: v conforms; your cluster was not checked"
+    )
+    assert f"NOTE: {ctx.caveats[0]}" in text
+    junit = tmp_path / "r.xml"
+    write_junit(report, junit)
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert suites, "no suite"
+    for suite in suites:
+        found = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
+        assert found == [("note", ctx.caveats[0])]
+    copied = Context(target, tmp_path, "1.36", nodes=NODES)
+    live.fleet_step(copied)
+    assert copied.caveats == []
+
+
+def test_as_many_nodes_join_as_pods_were_placed(tmp_path: Path) -> None:
+    """The slurm phase's nodes per NodeSet are live/placement's placed pods (a Pending pod
+    runs no slurmd), not its replicas; without a placement count, the replicas."""
+    target = resolve([write(tmp_path, {"slurm-cluster": {}})])
+    nodeset = {
+        "kind": "NodeSet",
+        "metadata": {"name": "r-slurm-worker-gpu"},
+        "spec": {"replicas": 4, "template": {"spec": {"hostname": "gpu-"}}},
+    }
+    ctx = Context(target, tmp_path, "1.36", objects=[nodeset])
+    assert [(n, c) for n, c, _ in slurm_phase._nodesets(ctx)] == [("gpu", 4)]
+    ctx.extra["placed"] = {"gpu": 2}
+    assert [(n, c) for n, c, _ in slurm_phase._nodesets(ctx)] == [("gpu", 2)]
+    assert slurm_phase._joined(ctx, 2) == ""
+    ctx.extra["placed"] = {"gpu": 9}
+    assert slurm_phase._joined(ctx, 4) == " (of 9 placed pods: at most 4 per NodeSet join)"

@@ -3,8 +3,9 @@ parser (junitparser, as CI systems read it), the step runner and the target's va
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from hypothesis import given
@@ -35,6 +36,8 @@ from slinky_harness.build.controlplane import ControlPlaneError
 from slinky_harness.core.paths import REPO_ROOT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from slinky_harness.apps.conformance.report import Status
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=40)
@@ -241,6 +244,73 @@ def test_leaving_a_phase_out_reports_it_skipped_and_fails(
     code = cli.main(["--chart", "slurm-cluster", "--phases", "slurm", "--junit", str(junit)])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert "SKIP  (phase) (0.0s): the live phase was left out (--phases)" in out
+    assert "live: not run (left out with --phases)" in out
+    assert "SKIP  load (0.0s): needs live/reconcile (not run)" in out
     xml = JUnitXml.fromfile(str(junit))
     assert xml.failures == 0 and xml.skipped == xml.tests >= 2, out
+
+
+def test_phases_left_out_are_not_run_not_failed(tmp_path: Path) -> None:
+    """A run of the static phase alone that passed passes (exit 0), and says the other phases
+    were not run: in the text and as skipped cases in JUnit, never as failures."""
+    ok = StepResult("static", "schema", "pass", "valid")
+    report = Report("v", [ok], not_run={"live": "left out with --phases", "slurm": "left out"})
+    assert report.passed
+    text = render_text(report)
+    assert "live: not run (left out with --phases)" in text
+    assert "slurm: not run (left out)" in text
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("1 passed, 0 failed, 0 skipped: v passes the static phase")
+    assert "live, slurm not run" in last and "conforms" not in last
+    path = tmp_path / "r.xml"
+    write_junit(report, path)
+    xml = JUnitXml.fromfile(str(path))
+    suites = {s.name: s for s in xml}
+    assert set(suites) == {"conformance.static", "conformance.live", "conformance.slurm"}
+    (case,) = list(suites["conformance.live"])
+    assert [type(r) for r in case.result] == [Skipped]
+    assert case.result[0].message == "not run: left out with --phases"
+    assert (xml.tests, xml.failures, xml.skipped) == (3, 0, 2)
+    failed = Report("v", [StepResult("static", "schema", "fail", "x", [Finding("a", "b", "c")])])
+    failed.not_run = {"live": "left out"}
+    assert not failed.passed and render_text(failed).rstrip().endswith("v does NOT conform")
+
+
+def _noxfile_function(name: str) -> Callable[..., Any]:
+    """A function of noxfile.py, compiled alone (the test venv has no nox to import it with)."""
+    tree = ast.parse((REPO_ROOT / "noxfile.py").read_text())
+    (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    space: dict[str, Any] = {}
+    exec(compile(ast.Module([node], []), "noxfile.py", "exec"), space)
+    return cast("Callable[..., Any]", space[name])
+
+
+@pytest.mark.parametrize(
+    ("args", "builds"),
+    [
+        ([], True),
+        (["-f", "v.yaml"], True),
+        (["--phases", "static"], False),
+        (["--phases=static", "-f", "v.yaml"], False),
+        (["--phases", "static,live"], True),
+        (["--phases", "slurm"], True),
+    ],
+)
+def test_nox_conformance_builds_nothing_for_the_static_phase(args: list[str], builds: bool) -> None:
+    assert _noxfile_function("conformance_builds")(args) is builds
+
+
+def test_readme_documents_every_option_of_the_command() -> None:
+    """README's "Conformance of your own values" names every option the command takes, and says
+    what ``--phases static`` does (the quick CI gate: no control plane, not-run phases)."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Conformance of your own values", 1)[1].split("\n## ", 1)[0]
+    options = [
+        max(action.option_strings, key=len)
+        for action in cli.build_parser()._actions
+        if action.option_strings and action.dest != "help"
+    ]
+    missing = [o for o in options if o not in section and o != "--values"]
+    assert not missing, f"README does not document {missing}"
+    assert "`--phases static`" in section
+    assert "not run" in section and "no control plane" in section

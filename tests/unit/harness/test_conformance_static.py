@@ -296,3 +296,142 @@ def test_rbac_step_fails_on_a_wildcard_verb_only(tmp_path: Path) -> None:
     role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]
     (finding,) = static.check_rbac(_ctx(target, tmp_path, [role, binding])).findings
     assert finding.problem.startswith("slurm/sa is granted wildcard verbs (* pods, slurm)")
+
+
+def _obj(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, **fields}
+
+
+def test_external_names_the_api_server_refuses(tmp_path: Path) -> None:
+    """Kubernetes takes an ExternalName only as a lower-case RFC 1123 DNS name (a final dot
+    allowed): upper case, an IPv6 or IPv4 address with a colon, ``_`` are refused; the finding
+    names the value that rendered the host."""
+    target = _cluster_target(tmp_path, "accounting:\n  externalConfig:\n    host: DB.Example.COM\n")
+    hosts = {
+        "DB.Example.COM": True, "fd00::53": True, "db_1.example.com": True, "a" * 254: True,
+        "db.example.com": False, "db.example.com.": False, "10.0.0.5": False,
+    }  # fmt: skip
+    docs = [
+        _obj("Service", f"s{i}", spec={"type": "ExternalName", "externalName": host})
+        for i, host in enumerate(hosts)
+    ]
+    docs.append(_obj("Service", "c", spec={"type": "ClusterIP", "externalName": "UPPER"}))
+    findings = static.external_name_findings(target, docs)
+    bad = [h for h, refused in hosts.items() if refused]
+    assert [f.problem.split("'")[1] for f in findings] == bad
+    assert findings[0].path == "accounting.externalConfig.host"
+    assert all("lower case" in f.fix for f in findings)
+
+
+def test_config_maps_and_secrets_the_api_server_refuses(tmp_path: Path) -> None:
+    big = "x" * (1024 * 1024 + 1)
+    target = _cluster_target(tmp_path, f"controller:\n  extraConf: {big}\n")
+    docs = [
+        _obj("ConfigMap", "big", data={"slurm.conf": big}),
+        _obj("ConfigMap", "fits", data={"a": "x" * (1024 * 1024 - 10)}),
+        _obj("ConfigMap", "keys", data={"ok.conf": "", "bad/key": "", "..": ""}),
+        _obj("ConfigMap", "both", data={"k": "a"}, binaryData={"k": "YQ=="}),
+        _obj("Secret", "over", data={"k": "QUFB"}, stringData={"k": "b"}),
+        _obj("Secret", "bigsecret", data={"k": "QUFB" * (1024 * 1024 // 3 + 1)}),
+        _obj("Secret", "fine", data={"k": "QUFB" * 1000}, stringData={"j": "b"}),
+    ]
+    got = [(f.path, f.problem) for f in static.config_findings(target, docs)]
+    assert got[0] == (
+        "controller.extraConf",
+        f"ConfigMap big: holds {len(big)} bytes of data; the API server refuses over 1 MiB "
+        "(1048576)",
+    )
+    problems = [p for _, p in got[1:]]
+    assert problems == [
+        "ConfigMap keys: key '..' is not a valid file name, so the API server refuses it",
+        "ConfigMap keys: key 'bad/key' is not a valid file name, so the API server refuses it",
+        "ConfigMap both: key 'k' is in both data and binaryData: the API server refuses it",
+        "Secret over: key 'k' is in both data and stringData: stringData silently replaces "
+        "the data value",
+        "Secret bigsecret: holds 1048578 bytes of data; the API server refuses over 1 MiB "
+        "(1048576)",
+    ]
+
+
+def test_host_paths_refused_or_root_on_the_node(tmp_path: Path) -> None:
+    target = _cluster_target(tmp_path, "")
+    paths = {
+        "/": "the node's whole filesystem", "//": "the node's whole filesystem",
+        "/etc": "the node's /etc", "/etc/": "the node's /etc", "/data/../etc": "'..'",
+        "..": "'..'", "/etc/ssl/certs": None, "/dev/infiniband": None, "/scratch..x": None,
+    }  # fmt: skip
+    docs = [
+        _obj("Pod", "p", spec={"containers": [], "volumes": [
+            {"name": f"v{i}", "hostPath": {"path": p}} for i, p in enumerate(paths)]})
+    ]  # fmt: skip
+    findings = static.host_path_findings(target, docs)
+    flagged = {f.problem.split("(")[1].split(")")[0]: f.problem for f in findings}
+    assert sorted(flagged) == sorted(p for p, why in paths.items() if why)
+    for path, why in paths.items():
+        if why:
+            assert why in flagged[path]
+
+
+def test_mounts_naming_no_volume_and_two_mounts_on_one_path(tmp_path: Path) -> None:
+    """In a pod, the volumes are the pod's; in a Slinky resource, the template's and the
+    operator's own (``slurm-etc``, ...); two mounts on one path (``/w`` and ``/w/``) clash."""
+    target = _cluster_target(
+        tmp_path,
+        "nodesets:\n  a:\n    slurmd:\n      volumeMounts:\n        - {name: scratch, "
+        "mountPath: /s}\n",
+    )
+    pod = _obj("Pod", "p", spec={
+        "volumes": [{"name": "v"}],
+        "containers": [{"name": "c", "volumeMounts": [
+            {"name": "v", "mountPath": "/a"}, {"name": "slurm-etc", "mountPath": "/b"}]}],
+    })  # fmt: skip
+    nodeset = {
+        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet", "metadata": {"name": "n"},
+        "spec": {
+            "template": {"spec": {"volumes": [{"name": "w"}]}},
+            "slurmd": {"volumeMounts": [
+                {"name": "scratch", "mountPath": "/s"}, {"name": "slurm-etc", "mountPath": "/e"},
+                {"name": "w", "mountPath": "/w"}, {"name": "w", "mountPath": "/w/"}]},
+        },
+    }  # fmt: skip
+    got = [(f.path, f.problem) for f in static.mount_findings(target, [pod, nodeset])]
+    assert got == [
+        ("", "Pod p: container c mounts volume 'slurm-etc' at /b, which the pod does not have"),
+        ("nodesets.a.slurmd.volumeMounts[0].name",
+         "NodeSet n: container (the chart names it) mounts volume 'scratch' at /s, which the pod "
+         "does not have"),
+        ("", "NodeSet n: container (the chart names it) has two volumeMounts on /w, which the "
+         "API server refuses"),
+    ]  # fmt: skip
+
+
+def _nodeset(name: str, extra: str = "", partition: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"extraConf": extra, "template": {"spec": {"hostname": f"{name}-"}}}
+    if partition is not None:
+        spec["partition"] = {"enabled": True, "config": partition}
+    return {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+            "metadata": {"name": f"r-slurm-worker-{name}"}, "spec": spec}  # fmt: skip
+
+
+def test_a_default_partition_and_gres_types_slurmctld_needs(tmp_path: Path) -> None:
+    """No partition (with nodes), no ``Default=YES`` partition, and a NodeSet's ``Gres`` that
+    ``GresTypes`` does not name are findings; a ``default=yes`` in any case, ``Gres=(null)``
+    and a GRES type named are not."""
+    target = _cluster_target(tmp_path, "nodesets:\n  g:\n    extraConfMap: {Gres: 'gpu:8'}\n")
+    ok = static.partition_default_findings
+    assert ok(target, {}, 0) == []
+    (none,) = ok(target, {}, 2)
+    assert none.path == "partitions" and "no partition" in none.problem
+    (no_default,) = ok(target, {"a": "MaxTime=1", "b": "PartitionName=b Nodes=ALL"}, 1)
+    assert no_default.problem.startswith("no partition is the default (none of a, b has")
+    assert ok(target, {"a": "MaxTime=1", "b": "PartitionName=b default=yes"}, 1) == []
+    nodesets = [_nodeset("g", "Features=x Gres=gpu:h100:8"), _nodeset("c", "Gres=(null)"),
+                _nodeset("t", "Gres=gpu:1,tpu:4")]  # fmt: skip
+    controller = {"extraConf": "GresTypes=gpu\nPartitionName=x Nodes=ALL"}
+    (tpu,) = static.gres_findings(target, controller, nodesets)
+    assert tpu.path == "nodesets.t" and "GresTypes=tpu" in tpu.problem
+    (gpu,) = static.gres_findings(target, {"extraConf": ""}, nodesets[:1])
+    assert gpu.path == "nodesets.g.extraConfMap"
+    assert "Gres=(null)" in gpu.problem and "nodesets.g.gpu" in gpu.fix
+    parts = static._slurm_partitions(controller, [*nodesets, _nodeset("p", partition="X=1")])
+    assert parts == {"x": "PartitionName=x Nodes=ALL", "p": "X=1"}

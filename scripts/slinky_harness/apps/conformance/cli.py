@@ -1,12 +1,16 @@
 """``nox -s conformance -- -f my-values.yaml ...`` and ``slinky-conformance``: the command line.
 
-Exit status: 0 when every step passed, 1 when a step failed or was skipped (the report says
-which and why), 2 on a usage error (a missing file, --chart and --umbrella together).
+Exit status: 0 when every step run passed (phases left out with ``--phases`` are reported as
+not run, not as failures), 1 when a step failed or was skipped (the report says which and why),
+2 when the command line or an input file cannot be used (a missing, binary or oversized file, a
+report path that cannot be written): those are refused, on one line, before anything runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shutil
 import sys
 import tempfile
@@ -17,7 +21,10 @@ from slinky_harness.apps.conformance import live, slurm, static
 from slinky_harness.apps.conformance.context import Context, run_steps, say
 from slinky_harness.apps.conformance.report import PHASES, render_text, write_junit
 from slinky_harness.apps.conformance.target import TargetError, load_manifests, resolve
+from slinky_harness.k8s import fleet as k8s_fleet
 from slinky_harness.k8s import schemas as kubeschema
+from slinky_topology.errors import TopologyError
+from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--phases", default=",".join(PHASES),
         help=f"comma-separated phases to run (default: {','.join(PHASES)}); a phase left out "
-        "is reported as skipped, so the run does not pass",
+        "is reported as not run: --phases static is the quick check, with no control plane "
+        "and no Slurm",
     )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, help="work folder to use and keep (rendered files, logs)"
@@ -86,13 +94,108 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class UsageError(Exception):
+    """An input the run cannot use; the message is the one line printed."""
+
+
+def _check_namespace(namespace: str) -> None:
+    if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+        raise UsageError(
+            f"--namespace {namespace!r}: not a DNS-1123 label, so Kubernetes refuses it; use at "
+            "most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"
+        )
+
+
+def _nearest_existing(path: Path) -> Path:
+    for folder in [path, *path.parents]:
+        if os.path.lexists(folder):
+            return folder
+    return Path("/")
+
+
+def _probe_folder(folder: Path, flag: str, given: Path) -> None:
+    """A file can be made in ``folder``: made and removed, so /proc, a read-only mount or a
+    missing permission is refused now, not after the run."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".slinky-conformance-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {given}: cannot write in {folder} ({exc.strerror or exc})"
+        ) from None
+    os.close(fd)
+    Path(name).unlink()
+
+
+def _check_report_path(given: Path) -> None:
+    """``--junit``: a file (or a link to one, written through; a FIFO or device as it is) whose
+    folder exists or can be made and takes a new file."""
+    real = Path(os.path.realpath(given))
+    if real.is_dir():
+        raise UsageError(f"--junit {given}: is a folder; name the report file to write")
+    if real.exists() and not real.is_file():
+        return  # a FIFO or a device: written as it is
+    anchor = _nearest_existing(real.parent)
+    if not anchor.is_dir():
+        raise UsageError(f"--junit {given}: {anchor} is not a folder; name a file in a folder")
+    _probe_folder(anchor, "--junit", given)
+
+
+def _check_out(given: Path) -> Path:
+    """``--out``: a folder that exists or can be made, and takes files; returns it, made."""
+    real = Path(os.path.realpath(given))
+    if real.exists() and not real.is_dir():
+        raise UsageError(
+            f"--out {given}: is a file, not a folder; name a folder for the work files"
+        )
+    anchor = _nearest_existing(real)
+    if not anchor.is_dir():
+        raise UsageError(f"--out {given}: {anchor} is not a folder; name a folder in a folder")
+    _probe_folder(anchor, "--out", given)
+    try:
+        real.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {given}: cannot make the folder ({exc.strerror or exc})") from None
+    _probe_folder(real, "--out", given)
+    return real
+
+
+def _check_fleet_files(nodes: Path | None, fabric: Path | None) -> None:
+    """``--nodes`` and ``--fabric`` read now (the live phase reads them again), so that a file
+    that is no Nodes dump or fabric is refused before the run, not in its middle."""
+    flag, path = ("--nodes", nodes) if nodes is not None else ("--fabric", fabric)
+    try:
+        if nodes is not None:
+            k8s_fleet.load_nodes(nodes)
+        if fabric is not None:
+            fabric_file.load_fabric(str(fabric))
+    except (k8s_fleet.FleetError, TopologyError) as exc:
+        raise UsageError(f"{flag} {path}: {' '.join(str(exc).split())}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag} {path}: not UTF-8 text (offset {exc.start})") from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{flag} {path}: cannot be read ({type(exc).__name__})") from None
+
+
+def _phases(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    phases = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in phases if p not in PHASES]
+    if unknown or not phases:
+        parser.error(f"--phases: unknown {', '.join(unknown)} (phases: {', '.join(PHASES)})")
+    return phases
+
+
+def _usage(message: str) -> int:
+    print(f"slinky-conformance: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    phases = [p.strip() for p in args.phases.split(",") if p.strip()]
-    unknown = [p for p in phases if p not in PHASES]
-    if unknown:
-        parser.error(f"--phases: unknown {', '.join(unknown)} (phases: {', '.join(PHASES)})")
+    phases = _phases(parser, args.phases)
     if args.kube_version not in kubeschema.known_versions():
         parser.error(
             f"--kube-version {args.kube_version}: no schemas for it; use one of "
@@ -102,55 +205,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         if path is not None and not path.is_file():
             parser.error(f"{path}: no such file")
     try:
+        _check_namespace(args.namespace)
+        if args.junit is not None:
+            _check_report_path(args.junit)
         target = resolve(
             args.values, chart=args.chart, umbrella=args.umbrella,
             release=args.release, namespace=args.namespace,
         )  # fmt: skip
         existing = [doc for path in args.existing for doc in load_manifests(path)]
-    except TargetError as exc:
-        parser.error(str(exc))
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        work = args.out.resolve()
-    else:
-        work = Path(tempfile.mkdtemp(prefix="slinky-conformance-"))
+        if args.nodes is not None or args.fabric is not None:
+            _check_fleet_files(args.nodes, args.fabric)
+        work = (
+            _check_out(args.out)
+            if args.out is not None
+            else Path(tempfile.mkdtemp(prefix="slinky-conformance-"))
+        )
+    except (TargetError, UsageError) as exc:
+        return _usage(str(exc))
     ctx = Context(
         target=target, work=work, kube_version=args.kube_version,
         fabric=args.fabric, nodes=args.nodes, keep=args.keep, existing=existing,
     )  # fmt: skip
-    steps = [step for phase in PHASES for step in STEPS[phase]]
+    steps = [step for phase in PHASES if phase in phases for step in STEPS[phase]]
     say(f"{target.describe()}; work folder {work}")
     try:
         # With --keep the control plane outlives the stack (Cluster.leave_running); the
         # processes tied to this one (operator, webhook, slurmctld) stop with it.
         with ctx.stack:
-            report = run_steps(ctx, _only(steps, phases), target.describe())
+            report = run_steps(ctx, steps, target.describe())
     finally:
         if args.out is None and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    report.not_run = {p: "left out with --phases" for p in PHASES if p not in phases}
+    report.notes.extend(ctx.caveats)
     report.epilogue.extend(ctx.epilogue)
     sys.stdout.write(render_text(report))
     if args.junit is not None:
-        write_junit(report, args.junit)
+        try:
+            Path(os.path.realpath(args.junit)).parent.mkdir(parents=True, exist_ok=True)
+            write_junit(report, args.junit)
+        except (OSError, TopologyError) as exc:
+            return _usage(f"--junit {args.junit}: {exc}")
         say(f"JUnit XML written to {args.junit}")
     return 0 if report.passed else 1
-
-
-def _only(steps: list[Step], phases: list[str]) -> list[Step]:
-    """Steps of phases left out become steps that skip, saying so."""
-    from slinky_harness.apps.conformance.context import Skipped, Step  # noqa: PLC0415
-
-    def left_out(phase: str) -> Step:
-        def run(_: Context) -> object:
-            raise Skipped(f"the {phase} phase was left out (--phases)")
-
-        return Step(phase, "(phase)", run)  # type: ignore[arg-type]
-
-    out: list[Step] = []
-    for phase in PHASES:
-        mine = [s for s in steps if s.phase == phase]
-        out.extend(mine if phase in phases else [left_out(phase)])
-    return out
 
 
 def entry() -> int:

@@ -88,6 +88,8 @@ class Context:
     slurm_files: dict[str, Any] = field(default_factory=dict)
     # lines printed after the report (--keep: how to reach the control plane and stop it)
     epilogue: list[str] = field(default_factory=list)
+    # what the verdict does not cover, said in the summary and the JUnit report
+    caveats: list[str] = field(default_factory=list)
     # anything else a phase hands the next one
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -99,6 +99,10 @@ NodeSet pods are kwok fakes (the tier's tests/cluster/test_operator.py ignores t
 # -- fleet ------------------------------------------------------------------------------------
 
 
+NOT_CHECKED = "your cluster was not checked"
+"""Said in the fleet step, the summary and the JUnit report when no Nodes or fabric came."""
+
+
 def fleet_step(ctx: Context) -> Outcome:
     try:
         if ctx.nodes is not None:
@@ -119,8 +123,13 @@ def fleet_step(ctx: Context) -> Outcome:
         else:
             fleet = values_fleet.fleet_from_values(ctx.target)
             reason = (
-                f"{len(fleet.node_names())} nodes made from the values: "
+                f"{len(fleet.node_names())} nodes made from the values ({NOT_CHECKED}): "
                 f"{values_fleet.describe(fleet)}"
+            )
+            ctx.caveats.append(
+                f"{NOT_CHECKED}: the pods were placed on a fleet made from the values "
+                "themselves; give --nodes (kubectl get nodes -o json) or --fabric to place them "
+                "on your cluster's nodes"
             )
     except (k8s_fleet.FleetError, TopologyError) as exc:
         raise StepFailed(f"cannot make the fleet: {exc}") from None

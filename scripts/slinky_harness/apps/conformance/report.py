@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from slinky_harness.core.files import write_atomic
+from slinky_topology.writer import write_output
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -68,11 +68,33 @@ class Report:
     subject: str
     results: list[StepResult] = field(default_factory=list)
     epilogue: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the verdict does not cover (a fleet made from the values: the user's cluster was not
+    checked), on the summary line and in every JUnit suite's properties."""
+    not_run: dict[str, str] = field(default_factory=dict)
+    """Phases the run left out (``--phases``), each with why: they are not run, so neither a
+    pass nor a failure; the verdict says the run covered only the others."""
 
     @property
     def passed(self) -> bool:
-        """True when every step ran and passed: a skipped step is not a pass."""
+        """True when every step run passed: a skipped step is not a pass (a phase left out is no
+        step of the run)."""
         return bool(self.results) and all(r.status == "pass" for r in self.results)
+
+    def verdict(self) -> str:
+        """The last words of the summary line."""
+        if not self.passed:
+            return "does NOT conform"
+        if not self.not_run:
+            return "conforms"
+        ran = [
+            p for p in PHASES if p not in self.not_run and any(r.phase == p for r in self.results)
+        ]
+        left = ", ".join(p for p in PHASES if p in self.not_run)
+        return (
+            f"passes the {', '.join(ran) or 'selected'} phase{'s' if len(ran) != 1 else ''} "
+            f"({left} not run: not a full conformance check)"
+        )
 
     def counts(self) -> dict[Status, int]:
         out: dict[Status, int] = {"pass": 0, "fail": 0, "skip": 0}
@@ -100,11 +122,13 @@ def render_text(report: Report) -> str:
         )
         lines.extend(f"        - {finding.line()}" for finding in result.findings)
         lines.extend(f"        {detail}" for detail in result.details)
+    lines.extend(f"{phase}: not run ({why})" for phase, why in report.not_run.items())
+    lines.extend(f"NOTE: {note}" for note in report.notes)
     counts = report.counts()
-    verdict = "conforms" if report.passed else "does NOT conform"
+    caveat = "".join(f"; {note.split(':')[0]}" for note in report.notes)
     lines.append(
         f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped: "
-        f"{report.subject} {verdict}"
+        f"{report.subject} {report.verdict()}{caveat}"
     )
     lines.extend(report.epilogue)
     return "\n".join(lines) + "\n"
@@ -136,6 +160,10 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
     seconds = 0.0
     for phase in phases:
         results = [r for r in report.results if r.phase == phase]
+        if not results and phase in report.not_run:
+            _not_run_suite(root, phase, report.not_run[phase])
+            total["skip"] += 1
+            continue
         if not results:
             continue
         failed = sum(r.status == "fail" for r in results)
@@ -148,6 +176,7 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
              "failures": str(failed), "errors": "0", "skipped": str(skipped),
              "time": f"{took:.3f}"},
         )  # fmt: skip
+        _notes(suite, report.notes)
         for result in results:
             _testcase(suite, result)
         total["fail"] += failed
@@ -164,6 +193,30 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
     return text + b"\n"
 
 
+def _notes(suite: ET.Element, notes: Sequence[str]) -> None:
+    if notes:
+        properties = ET.SubElement(suite, "properties")
+        for note in notes:
+            ET.SubElement(properties, "property", {"name": "note", "value": note})
+
+
+def _not_run_suite(root: ET.Element, phase: str, why: str) -> None:
+    """A phase the run left out: one skipped case, so a CI system shows it as not run (neither
+    passed nor failed)."""
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {"name": f"conformance.{phase}", "tests": "1", "failures": "0", "errors": "0",
+         "skipped": "1", "time": "0.000"},
+    )  # fmt: skip
+    case = ET.SubElement(
+        suite, "testcase", {"classname": f"conformance.{phase}", "name": f"{phase}/(not run)",
+                            "time": "0.000"},
+    )  # fmt: skip
+    ET.SubElement(case, "skipped", {"message": f"not run: {why}"})
+
+
 def write_junit(report: Report, path: Path) -> None:
-    """:func:`junit_xml` written to ``path`` atomically."""
-    write_atomic(path, junit_xml(report))
+    """:func:`junit_xml` written to ``path``, atomically, through a symlink to its target (a
+    FIFO or device is written as it is), as slinky-topology writes its output."""
+    write_output(path, junit_xml(report).decode())

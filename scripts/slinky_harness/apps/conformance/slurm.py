@@ -408,13 +408,15 @@ def _chroot() -> tuple[Path, str]:
 
 
 def _nodesets(ctx: Context) -> list[tuple[str, int, Doc]]:
-    """(Slurm NodeSet name, nodes, object): a DaemonSet-mode NodeSet (no replicas) has as many
-    nodes as live/placement placed pods for it."""
+    """(Slurm NodeSet name, nodes, object): as many nodes join as live/placement placed pods
+    for the NodeSet (a pod left Pending runs no slurmd, so it never joins, and the two counts
+    must agree); without a placement count, its replicas."""
     placed: dict[str, int] = ctx.extra.get("placed") or {}
     out = []
     for nodeset in _objects(ctx, "NodeSet"):
         name = slinky_operator.slurm_nodeset_name(nodeset)
-        out.append((name, int(nodeset["spec"].get("replicas") or placed.get(name, 0)), nodeset))
+        nodes = placed[name] if name in placed else int(nodeset["spec"].get("replicas") or 0)
+        out.append((name, nodes, nodeset))
     return out
 
 
@@ -465,8 +467,11 @@ def load(ctx: Context) -> Outcome:
     except ValueError as exc:
         raise StepFailed(f"the files cannot be given to slurmctld: {exc}") from None
     topology_yaml = files.get("topology.yaml", b"").decode("utf-8", "replace")
+    placed: dict[str, int] = ctx.extra.get("placed") or {}
     hosts = release.nodeset_hosts(
-        ((name, replicas) for name, replicas, _ in _nodesets(ctx)), cap=NODES_PER_NODESET
+        # a NodeSet none of whose pods were placed has no node to join
+        ((name, nodes) for name, nodes, _ in _nodesets(ctx) if nodes or name not in placed),
+        cap=NODES_PER_NODESET,
     )
     placement = release.default_placement(topology_yaml, hosts)
     findings: list[Finding] = []
@@ -503,9 +508,18 @@ def load(ctx: Context) -> Outcome:
     return Outcome(
         f"slurmctld {version} loads the operator's slurm.conf with "
         f"{', '.join(others) or 'no other file'}; {_count(len(hosts), 'node')} of "
-        f"{_count(len(set(hosts.values())), 'NodeSet')} joined{where}",
+        f"{_count(len(set(hosts.values())), 'NodeSet')} joined{_joined(ctx, len(hosts))}{where}",
         findings,
     )
+
+
+def _joined(ctx: Context, joined: int) -> str:
+    """How the joined nodes relate to the placed pods, when they are fewer (so that the two
+    counts of one run never read as a contradiction)."""
+    pods = sum(nodes for _, nodes, _ in _nodesets(ctx))
+    if joined >= pods:
+        return ""
+    return f" (of {_count(pods, 'placed pod')}: at most {NODES_PER_NODESET} per NodeSet join)"
 
 
 def _partition_path(ctx: Context, values: Mapping[str, Any], name: str, *parts: str) -> str:
@@ -663,6 +677,32 @@ def land_job(ctld: SlurmCtld, partition: str, members: set[str], topology: str) 
     return Landing(args, placed.group(1), block=f"{inside[0]} of topology {topology}")
 
 
+def default_job(ctld: SlurmCtld) -> str:
+    """Why a job without ``-p`` is refused ("" when it lands): ``sbatch --test-only`` with no
+    partition, as a user's first job is."""
+    result = ctld.run(
+        ctld._client("sbatch"), "--test-only", "-N", "1", "--wrap", "true", check=False
+    )  # fmt: skip
+    text = (result.stdout + result.stderr).strip()
+    if result.returncode == 0 and "on nodes" in text:
+        return ""
+    return text.splitlines()[-1] if text else f"exit {result.returncode}"
+
+
+def _default_job_findings(ctx: Context, ctld: SlurmCtld) -> list[Finding]:
+    refused = default_job(ctld)
+    if not refused:
+        return []
+    return [
+        Finding(
+            ctx.target.path_of(CHART, "partitions"),
+            f"a job without -p is refused (sbatch says: {refused})",
+            "mark one partition Default=YES (partitions.<name>.config, or "
+            "nodesets.<name>.partition.config)",
+        )
+    ]
+
+
 def jobs(ctx: Context) -> Outcome:
     """One job per partition, placed by slurmctld's scheduler; ``--segment`` inside one block
     on block topologies."""
@@ -679,12 +719,23 @@ def jobs(ctx: Context) -> Outcome:
     def path(name: str, *parts: str) -> str:
         if name in (block.get("partitions") or {}):
             return ctx.target.path_of(CHART, "partitions", name, *parts)
-        if name in state.hosts.values():
+        if name in state.hosts.values() or name in (block.get("nodesets") or {}):
             return ctx.target.path_of(CHART, "nodesets", name, "partition", *parts)
         return ctx.target.path_of(CHART, "controller", "extraConf")
 
     segmented = 0
+    unplaced = sorted(n for n, count in (ctx.extra.get("placed") or {}).items() if not count)
     for name, members in sorted(got.items()):
+        if not members and unplaced:
+            findings.append(
+                Finding(
+                    ctx.target.path_of(CHART, "nodesets", unplaced[0]),
+                    f"partition {name} has no node: no pod of NodeSet {', '.join(unplaced)} was "
+                    "placed (live/placement), so none joined and no job can land",
+                    "make the NodeSets' pods placeable, as live/placement's finding says",
+                )
+            )
+            continue
         if not members:
             findings.append(
                 Finding(
@@ -701,10 +752,15 @@ def jobs(ctx: Context) -> Outcome:
         segmented += bool(landing.block)
         inside = f", inside block {landing.block}" if landing.block else ""
         details.append(f"{name}: sbatch {' '.join(landing.args)} -> {landing.nodes}{inside}")
+    no_partition = ""
+    if any(got.values()):
+        refused = _default_job_findings(ctx, state.ctld)
+        findings += refused
+        no_partition = "" if refused else "; a job without -p lands"
     return Outcome(
         f"{_count(len(got), 'partition')}, one job each, placed by slurmctld's scheduler "
         f"(sbatch --test-only on the NodeSets' nodes); {segmented} with --segment inside one "
-        "block",
+        f"block{no_partition}",
         findings,
         details,
     )

@@ -2,15 +2,27 @@
 
 Steps, in order (each finding names the values path in the user's terms):
 
-* ``schema``: each installed chart's merged values against its ``values.schema.json`` (with the
-  draft the schema declares), and the umbrella's own schema; for an umbrella, ``helm lint`` of the
-  built umbrella as well, so that Helm's own schema check agrees.
+* ``schema``: Helm's own verdict (``helm lint`` of the chart or the built umbrella with the user's
+  files: what Helm refuses is what an install refuses), with the paths and fixes of each
+  installed chart's ``values.schema.json`` read in Python (and the umbrella's own schema) where
+  Helm refuses; the values are read as Helm reads them (a date stays a string).
+* ``pass-through``: the Kubernetes structs slurm-cluster passes through from the values (pod
+  specs, containers, Service specs) against the OpenAPI schemas of ``--kube-version``
+  (:mod:`.passthrough`): an unknown or misplaced key, at its values path, with "did you mean".
 * ``render-helm4`` / ``render-helm3``: ``helm template`` with the pinned Helm 4 and Helm 3; a
   chart's refusal (its ``validate.yaml`` list, a ``fail``, a schema error) is mapped to the values
   path it names. Helm 4's documents are what the later steps read.
 * ``openapi``: built-in kinds against the Kubernetes OpenAPI schemas of ``--kube-version``;
   ``crds``: custom resources against the CRDs (Slinky's with their CEL rules, cert-manager,
   Prometheus Operator, KEDA).
+* ``api-server``: what the API server refuses at install beyond the schemas: an ExternalName
+  that is no lower-case DNS name, ConfigMaps and Secrets over 1 MiB or with bad or doubled keys,
+  hostPath ``..`` (and ``/`` or ``/etc``, root on the node), a volumeMount naming no volume, two
+  mounts on one path, an object too large for etcd.
+* ``slurm-conf``: what slurmctld will be given: at least one partition when there are NodeSets,
+  one of them ``Default=YES`` (a job without ``-p`` finds it), every NodeSet's ``Gres`` named
+  in ``GresTypes`` (else slurmctld shows ``Gres=(null)``); a GPU vendor hook with no GPU
+  NodeSet is a warning.
 * ``invariants``: the render invariants every tier checks (:mod:`slinky_harness.k8s.manifests`).
 * ``pod-security``: the Pod Security level each namespace needs for its pods, and the label to
   set; it fails only when a namespace the render makes enforces a lower level.
@@ -31,12 +43,14 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 from jsonschema.exceptions import best_match
 
+from slinky_harness.apps.conformance import passthrough
 from slinky_harness.apps.conformance.context import Context, Outcome, Skipped, Step, StepFailed
 from slinky_harness.apps.conformance.report import Finding
 from slinky_harness.apps.conformance.target import format_path
 from slinky_harness.helm import charts as chart_index
 from slinky_harness.helm import client as helm_client
 from slinky_harness.k8s import manifests, podsecurity, rbac, references
+from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_topology.errors import TopologyError
 from slinky_topology.parse import parse_topology_yaml
@@ -117,21 +131,35 @@ def _umbrella_schema(target: Target) -> list[Finding]:
     return schema_findings(json.loads(path.read_text()), values)
 
 
-def _helm_lint(ctx: Context) -> tuple[list[Finding], str]:
-    """Helm's own schema check of the built umbrella with the user's files."""
+def _helm_schema(ctx: Context) -> tuple[list[Finding], str]:
+    """Helm's own verdict on the values against the schemas (``helm lint`` of the chart, or of
+    the built umbrella, with the user's files): the schema errors it prints, at their values
+    paths. A lint that fails for another reason (a template's ``fail``) is not a schema verdict:
+    the render step reports it."""
     chart = ctx.target.chart_dir(ctx.work)
     args = ["lint", str(chart), "--strict", "--kube-version", ctx.kube_version]
     result = helm_client.run([*args, *ctx.target.values_args()])
     if result.ok:
-        return [], "helm lint passed"
-    text = f"{result.stdout}\n{result.stderr}"
-    return helm_findings(ctx.target, text) or [
-        Finding("", f"helm lint failed: {_tail(text)}", "fix what Helm reports")
-    ], "helm lint failed"
+        return [], "Helm's schema check (helm lint) accepts the values"
+    found = schema_error_findings(ctx.target, f"{result.stdout}\n{result.stderr}")
+    if not found:
+        return (
+            [],
+            "Helm's schema check accepts the values (helm lint fails in a template: see render)",
+        )
+    return found, "Helm's schema check (helm lint) refuses the values"
+
+
+def _under(path: str, parent: str) -> bool:
+    return not parent or path == parent or path.startswith((f"{parent}.", f"{parent}["))
 
 
 def check_schema(ctx: Context) -> Outcome:
-    findings = _umbrella_schema(ctx.target)
+    """The verdict is Helm's (it is what refuses an install); the schemas read here in Python
+    only lend their paths and fixes to what Helm refuses. Where the two disagree (Python's
+    regular expressions let a trailing newline through ``$``, say) Helm wins, and the details
+    say so."""
+    ours = _umbrella_schema(ctx.target)
     checked = []
     for chart in ctx.target.charts():
         schema_path = chart_index.CHARTS_DIR / chart / "values.schema.json"
@@ -139,18 +167,21 @@ def check_schema(ctx: Context) -> Outcome:
             continue
         schema = json.loads(schema_path.read_text())
         prefix = (chart,) if ctx.target.kind == "umbrella" else ()
-        findings += schema_findings(schema, ctx.target.chart_values(chart), prefix)
+        ours += schema_findings(schema, ctx.target.chart_values(chart), prefix)
         checked.append(chart)
-    details = []
-    if ctx.target.kind == "umbrella":
-        lint, said = _helm_lint(ctx)
-        details.append(said)
-        if lint and not findings:
-            findings = lint  # Helm refuses what the schemas passed: report Helm's words
-        elif findings and lint:
-            details[-1] = "helm lint agrees: it refuses these values too"
-        elif findings and not lint:
-            details.append("Helm's lint passed values the schemas refuse: report this as a bug")
+    helms, said = _helm_schema(ctx)
+    details = [said]
+    findings: list[Finding] = []
+    if helms:
+        # Python's finding where Helm refuses (its paths are finer: an unknown key, not the
+        # object holding it), Helm's own where Python saw nothing wrong
+        findings = [o for o in ours if any(_under(o.path, h.path) for h in helms)]
+        findings += [h for h in helms if not any(_under(o.path, h.path) for o in findings)]
+    elif ours:
+        details.append(
+            "Helm accepts what the Python schema check refuses (not a finding, as Helm is what "
+            "installs): " + "; ".join(f.line() for f in ours[:3])
+        )
     return Outcome(
         f"values of {', '.join(checked) or 'no chart'} checked against their values.schema.json",
         _unique(findings),
@@ -356,6 +387,400 @@ def check_crds(ctx: Context) -> Outcome:
     if not count:
         raise Skipped("the render holds no custom resources")
     return Outcome(f"{count} custom resources valid against their CRDs", findings)
+
+
+# -- Kubernetes structs passed through ----------------------------------------------------------
+
+
+def check_pass_through(ctx: Context) -> Outcome:
+    if passthrough.CHART not in ctx.target.charts():
+        raise Skipped("no slurm-cluster values: nothing is passed through")
+    findings = passthrough.Checker(ctx.target, ctx.kube_version).findings()
+    return Outcome(
+        f"the pod, container and Service fields the values pass through are Kubernetes "
+        f"{ctx.kube_version}'s",
+        _unique(findings),
+    )
+
+
+# -- what the API server refuses at install -------------------------------------------------------
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The API server refuses a ConfigMap or Secret whose data add up to more than 1 MiB."""
+MAX_OBJECT_BYTES = 3 * 512 * 1024
+"""etcd takes no request over 1.5 MiB: a larger object cannot be stored."""
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+NODE_FOLDERS = {"/": "the node's whole filesystem", "/etc": "the node's /etc"}
+"""hostPath folders no Slurm pod should mount: write access there is root on the node."""
+OPERATOR_VOLUMES = frozenset(
+    {"slurm-etc", "slurm-config", "run", "slurm-logfile", "statesave", "slurm-authsocket",
+     "sackd-dir", "ssh-config", "ssh-host-keys", "sssd-conf", "authorized-keys"}
+)  # fmt: skip
+"""Volumes the Slinky operator (v1.2.1's builders) adds to the pods it makes from a Controller,
+NodeSet, LoginSet, RestApi or Accounting: a container there may mount them by name."""
+_CR_CONTAINERS = (
+    "slurmctld",
+    "slurmd",
+    "login",
+    "slurmrestd",
+    "slurmdbd",
+    "reconfigure",
+    "logfile",
+)
+
+
+def _first_path(target: Target, value: str, hint: str = "") -> str:
+    """The user's values path that holds ``value`` (preferring one containing ``hint``)."""
+    paths = list(target.where(value)) if value else []
+    hinted = [p for p in paths if hint and hint in p]
+    return (hinted or paths or [""])[0]
+
+
+def _api(
+    target: Target, doc: dict[str, Any], value: str, problem: str, fix: str, *, hint: str = ""
+) -> Finding:
+    return Finding(_first_path(target, value, hint), f"{manifests.ident(doc)}: {problem}", fix)
+
+
+def external_name_findings(target: Target, docs: Sequence[dict[str, Any]]) -> list[Finding]:
+    """An ExternalName Service's host must be a lower-case DNS name (RFC 1123, a final dot
+    allowed): the API server refuses upper case, an IP address (IPv6's colons) and a name with
+    ``_``. Also in the Service specs the operator makes Services from."""
+    findings = []
+    for doc in docs:
+        for _, node in manifests.walk(doc):
+            if not isinstance(node, dict) or node.get("type") != "ExternalName":
+                continue
+            host = node.get("externalName")
+            text = str(host or "").removesuffix(".")
+            if text and len(text) <= 253 and _DNS_SUBDOMAIN.match(text):
+                continue
+            findings.append(
+                _api(
+                    target,
+                    doc,
+                    str(host or ""),
+                    f"ExternalName {host!r} is not a lower-case DNS name, so the API server "
+                    "refuses the Service",
+                    "give the host's DNS name in lower case (an IP address cannot be an "
+                    "ExternalName: give a name that resolves to it)",
+                )
+            )
+    return findings
+
+
+def _data_size(doc: dict[str, Any]) -> tuple[int, str]:
+    """The bytes of a ConfigMap's or Secret's data as the API server counts them, and the
+    largest value (to find where it came from)."""
+    sizes: list[tuple[int, str]] = []
+    for field_name in ("data", "binaryData", "stringData"):
+        for value in (doc.get(field_name) or {}).values():
+            text = str(value or "")
+            binary = field_name == "binaryData" or (
+                doc["kind"] == "Secret" and field_name == "data"
+            )
+            sizes.append((len(text) * 3 // 4 if binary else len(text.encode()), text))
+    return sum(n for n, _ in sizes), max(sizes, default=(0, ""))[1]
+
+
+def config_findings(target: Target, docs: Sequence[dict[str, Any]]) -> list[Finding]:
+    """ConfigMaps and Secrets the API server refuses: over 1 MiB of data, a key that is not a
+    file name (``[-._a-zA-Z0-9]+``), a ConfigMap key in both ``data`` and ``binaryData``; and a
+    Secret key in both ``data`` and ``stringData`` (accepted, but the ``data`` value is lost)."""
+    findings = []
+    for doc in docs:
+        if doc.get("kind") not in ("ConfigMap", "Secret"):
+            continue
+        size, largest = _data_size(doc)
+        if size > MAX_CONFIG_BYTES:
+            findings.append(
+                _api(
+                    target,
+                    doc,
+                    largest,
+                    f"holds {size} bytes of data; the API server refuses over 1 MiB ({MAX_CONFIG_BYTES})",
+                    "make the file smaller, or split it across ConfigMaps",
+                )
+            )
+        fields = {f: set(doc.get(f) or {}) for f in ("data", "binaryData", "stringData")}
+        for key in sorted(set().union(*fields.values()), key=str):
+            text = str(key)
+            if not (_CONFIG_KEY.match(text) and len(text) <= 253 and text not in (".", "..")):
+                findings.append(
+                    _api(
+                        target,
+                        doc,
+                        text,
+                        f"key {text!r} is not a valid file name, so the API server refuses it",
+                        "use letters, digits, '-', '_' and '.' only",
+                    )
+                )
+        other = "binaryData" if doc["kind"] == "ConfigMap" else "stringData"
+        for key in sorted(fields["data"] & fields[other], key=str):
+            what = (
+                "the API server refuses it" if other == "binaryData"
+                else "stringData silently replaces the data value"
+            )  # fmt: skip
+            findings.append(
+                _api(
+                    target,
+                    doc,
+                    str(key),
+                    f"key {key!r} is in both data and {other}: {what}",
+                    "give the key once",
+                )
+            )
+    return findings
+
+
+def _host_path_problem(path: str) -> str:
+    parts = path.split("/")
+    if ".." in parts:
+        return "contains '..', which the API server refuses"
+    normal = "/" + "/".join(p for p in parts if p)
+    if normal in NODE_FOLDERS:
+        return f"mounts {NODE_FOLDERS[normal]}: a pod with it can take over the node"
+    return ""
+
+
+def host_path_findings(target: Target, docs: Sequence[dict[str, Any]]) -> list[Finding]:
+    """hostPath volumes: ``..`` in the path (refused), or ``/`` or ``/etc`` (root on the node)."""
+    findings = []
+    for doc in docs:
+        for _, node in manifests.walk(doc):
+            host = node.get("hostPath") if isinstance(node, dict) else None
+            path = host.get("path") if isinstance(host, dict) else None
+            problem = _host_path_problem(str(path)) if isinstance(path, str) else ""
+            if problem:
+                findings.append(
+                    _api(
+                        target,
+                        doc,
+                        str(path),
+                        f"hostPath volume {node.get('name')!r} ({path}) {problem}",
+                        "mount the one file or folder the pod needs "
+                        "(a normalised path without '..'), or a ConfigMap, Secret or emptyDir",
+                        hint="hostPath",
+                    )
+                )
+    return findings
+
+
+def _mount_sets(doc: dict[str, Any]) -> Iterator[tuple[set[str], list[dict[str, Any]]]]:
+    """(volume names, containers) of each pod ``doc`` makes: its pod specs, and for a Slinky
+    resource the template's volumes with the operator's and the containers it names."""
+    spec: dict[str, Any] = doc["spec"] if isinstance(doc.get("spec"), dict) else {}
+    if str(doc.get("apiVersion", "")).startswith("slinky.slurm.net/"):
+        pod = ((spec.get("template") or {}).get("spec")) or {}
+        names = {str(v.get("name")) for v in pod.get("volumes") or [] if isinstance(v, dict)}
+        containers = [spec[k] for k in _CR_CONTAINERS if isinstance(spec.get(k), dict)]
+        containers += [c for k in ("initContainers", "containers") for c in pod.get(k) or []]
+        yield names | OPERATOR_VOLUMES, [c for c in containers if isinstance(c, dict)]
+        return
+    for _, pod in manifests.pod_specs(doc):
+        names = {str(v.get("name")) for v in pod.get("volumes") or [] if isinstance(v, dict)}
+        containers = [c for k in ("initContainers", "containers") for c in pod.get(k) or []]
+        yield names, [c for c in containers if isinstance(c, dict)]
+
+
+def mount_findings(target: Target, docs: Sequence[dict[str, Any]]) -> list[Finding]:
+    """A volumeMount naming a volume the pod does not have, and two mounts on one path in one
+    container: the API server refuses the pod (for a Slinky resource, the operator's pod)."""
+    findings = []
+    for doc in docs:
+        for volumes, containers in _mount_sets(doc):
+            for container in containers:
+                mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)]
+                who = f"container {container.get('name') or '(the chart names it)'}"
+                for mount in mounts:
+                    name = str(mount.get("name"))
+                    if name not in volumes:
+                        findings.append(
+                            _api(
+                                target,
+                                doc,
+                                name,
+                                f"{who} mounts volume {name!r} at "
+                                f"{mount.get('mountPath')}, which the pod does not have",
+                                f"add a volume named {name} to the pod's volumes (podSpec.volumes)"
+                                ", or name one it has",
+                                hint="volumeMounts",
+                            )
+                        )
+                paths = [str(m.get("mountPath", "")).rstrip("/") or "/" for m in mounts]
+                for dup in sorted({p for p in paths if paths.count(p) > 1}):
+                    findings.append(
+                        _api(
+                            target,
+                            doc,
+                            dup,
+                            f"{who} has two volumeMounts on {dup}, which the API server refuses",
+                            "mount one volume per path (subPath mounts one file of a volume)",
+                            hint="volumeMounts",
+                        )
+                    )
+    return findings
+
+
+def size_findings(target: Target, docs: Sequence[dict[str, Any]]) -> list[Finding]:
+    return [
+        _api(
+            target,
+            doc,
+            "",
+            f"is {size} bytes; etcd stores no object over {MAX_OBJECT_BYTES}",
+            "move large files out of the values (a ConfigMap made beforehand)",
+        )
+        for doc in docs
+        if (size := len(json.dumps(doc, default=str))) > MAX_OBJECT_BYTES
+    ]
+
+
+def check_api_server(ctx: Context) -> Outcome:
+    docs = ctx.rendered
+    findings = [
+        *external_name_findings(ctx.target, docs),
+        *config_findings(ctx.target, docs),
+        *host_path_findings(ctx.target, docs),
+        *mount_findings(ctx.target, docs),
+        *size_findings(ctx.target, docs),
+    ]
+    return Outcome(
+        f"{len(docs)} objects pass what the API server checks beyond the schemas (names, "
+        "sizes, keys, mounts)",
+        _unique(findings),
+    )
+
+
+# -- what slurmctld will be given -----------------------------------------------------------------
+
+_CONF_ITEM = re.compile(r"(?i)(?:^|\s)([A-Za-z]+)=(\S+)")
+GPU_HOOKS = (("vendor", "nvidia", "dcgm", "enabled"),)
+"""Vendor hooks that only serve GPU nodes: on without a GPU NodeSet, they do nothing."""
+
+
+def _conf_items(text: str) -> dict[str, str]:
+    """``Key=Value`` items of a slurm.conf line (keys lower-cased)."""
+    return {k.lower(): v for k, v in _CONF_ITEM.findall(text)}
+
+
+def _slurm_partitions(controller: dict[str, Any], nodesets: list[dict[str, Any]]) -> dict[str, str]:
+    """Partition -> its slurm.conf items, as the operator writes them: the Controller's
+    ``PartitionName=`` lines and one partition per NodeSet with ``partition.enabled``."""
+    out: dict[str, str] = {}
+    for line in str(controller.get("extraConf") or "").splitlines():
+        items = _conf_items(line)
+        name = items.get("partitionname", "")
+        if name and name.upper() != "DEFAULT":
+            out[name] = line
+    for nodeset in nodesets:
+        partition = nodeset["spec"].get("partition") or {}
+        if partition.get("enabled"):
+            out[slinky_operator.slurm_nodeset_name(nodeset)] = str(partition.get("config") or "")
+    return out
+
+
+def _gres_source(target: Target, nodeset: str) -> str:
+    block = target.user_block(CLUSTER)
+    entry = ((block.get("nodesets") or {}).get(nodeset)) or {}
+    for key in ("extraConfMap", "extraConf", "gpu"):
+        if isinstance(entry, dict) and key in entry:
+            return target.path_of(CLUSTER, "nodesets", nodeset, key)
+    return target.path_of(CLUSTER, "nodesets", nodeset)
+
+
+def gres_findings(
+    target: Target, controller: dict[str, Any], nodesets: list[dict[str, Any]]
+) -> list[Finding]:
+    """A NodeSet's nodes declare GRES (``Gres=gpu:8``) that slurm.conf's ``GresTypes`` does not
+    name: slurmctld gives them no GPUs (``Gres=(null)``), and a ``--gres=gpu`` job never runs."""
+    types: set[str] = set()
+    for line in str(controller.get("extraConf") or "").splitlines():
+        if "grestypes" in _conf_items(line):
+            types |= {t.strip().lower() for t in _conf_items(line)["grestypes"].split(",")}
+    findings = []
+    for nodeset in nodesets:
+        name = slinky_operator.slurm_nodeset_name(nodeset)
+        gres = _conf_items(str(nodeset["spec"].get("extraConf") or "")).get("gres", "")
+        if gres.lower() in ("", "(null)", "none"):
+            continue
+        missing = sorted({g.split(":")[0].lower() for g in gres.split(",")} - types)
+        if missing:
+            findings.append(
+                Finding(
+                    _gres_source(target, name),
+                    f"NodeSet {name}'s nodes declare Gres={gres}, but slurm.conf has no "
+                    f"GresTypes={','.join(missing)}: slurmctld gives them no GPUs (Gres=(null)) "
+                    "and a --gres job is never placed",
+                    f"declare the GPUs with {target.path_of(CLUSTER, 'nodesets', name, 'gpu')} "
+                    "(the chart then sets GresTypes=gpu), or add GresTypes="
+                    f"{','.join(missing)} ({target.path_of(CLUSTER, 'controller', 'extraConfMap', 'GresTypes')})",
+                )
+            )
+    return findings
+
+
+def partition_default_findings(
+    target: Target, partitions: dict[str, str], nodesets: int
+) -> list[Finding]:
+    """No partition (with NodeSets to run on), or none marked ``Default=YES``: a job without
+    ``-p`` is refused ("No partition specified or system default partition")."""
+    at = target.path_of(CLUSTER, "partitions")
+    if not partitions:
+        if not nodesets:
+            return []
+        return [
+            Finding(
+                at,
+                "slurmctld gets no partition: every job is refused, its nodes idle",
+                f"enable {target.path_of(CLUSTER, 'partitions', 'all', 'enabled')} (nodesets: "
+                "[ALL]) or a NodeSet's own partition (nodesets.<name>.partition.enabled)",
+            )
+        ]
+    if any(_conf_items(conf).get("default", "").upper() == "YES" for conf in partitions.values()):
+        return []
+    return [
+        Finding(
+            at,
+            f"no partition is the default (none of {', '.join(sorted(partitions))} has "
+            "Default=YES): a job without -p is refused",
+            "add Default=YES to one partition's config (partitions.<name>.config, or "
+            "nodesets.<name>.partition.config)",
+        )
+    ]
+
+
+def check_slurm_conf(ctx: Context) -> Outcome:
+    controllers = [d for d in ctx.rendered if d.get("kind") == "Controller"]
+    if not controllers or (controllers[0].get("spec") or {}).get("external"):
+        return Outcome("the release runs no slurmctld of its own: nothing to check")
+    controller = controllers[0]["spec"]
+    nodesets = [d for d in ctx.rendered if d.get("kind") == "NodeSet"]
+    partitions = _slurm_partitions(controller, nodesets)
+    findings = partition_default_findings(ctx.target, partitions, len(nodesets))
+    findings += gres_findings(ctx.target, controller, nodesets)
+    details = []
+    values = _cluster_values(ctx.target) or {}
+    gpu_nodesets = [
+        n for n in nodesets
+        if _conf_items(str(n["spec"].get("extraConf") or "")).get("gres", "").lower().startswith("gpu")
+    ]  # fmt: skip
+    for hook in GPU_HOOKS:
+        node: Any = values
+        for part in hook:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is True and not gpu_nodesets:
+            details.append(
+                f"warning: {ctx.target.path_of(CLUSTER, *hook)} is on, but no NodeSet has GPUs "
+                "(nodesets.<name>.gpu): the hook serves no node"
+            )
+    return Outcome(
+        f"{len(partitions)} partitions, a default among them; every NodeSet's GRES named in "
+        "GresTypes",
+        findings,
+        details,
+    )
 
 
 # -- invariants -----------------------------------------------------------------------------------
@@ -616,10 +1041,13 @@ def _wrap(check: Any) -> Any:
 def _steps() -> Iterator[Step]:
     render = f"{PHASE}/render-helm4"
     yield Step(PHASE, "schema", _wrap(check_schema))
+    yield Step(PHASE, "pass-through", _wrap(check_pass_through))
     yield Step(PHASE, "render-helm4", _wrap(check_render_helm4), (f"{PHASE}/schema",))
     yield Step(PHASE, "render-helm3", _wrap(check_render_helm3), (f"{PHASE}/schema",))
     yield Step(PHASE, "openapi", _wrap(check_openapi), (render,))
     yield Step(PHASE, "crds", _wrap(check_crds), (render,))
+    yield Step(PHASE, "api-server", _wrap(check_api_server), (render,))
+    yield Step(PHASE, "slurm-conf", _wrap(check_slurm_conf), (render,))
     yield Step(PHASE, "invariants", _wrap(check_invariants), (render,))
     yield Step(PHASE, "pod-security", _wrap(check_pod_security), (render,))
     yield Step(PHASE, "rbac", _wrap(check_rbac), (render,))

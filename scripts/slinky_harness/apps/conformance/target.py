@@ -56,43 +56,124 @@ def format_path(parts: Sequence[str | int]) -> str:
     return out
 
 
+MAX_INPUT_BYTES = 8 * 1024 * 1024
+"""The largest values or manifest file read (8 MiB): a real one is a few kilobytes, and the API
+server refuses any one object over about 1.5 MiB, so a larger file is a mistake (a log, a
+binary) and is refused before it is parsed."""
+
+MAX_DEPTH = 100
+"""The deepest nesting of mappings and lists a values or manifest file may have (a Kubernetes
+object nests about twenty levels): deeper input is refused, not walked into a RecursionError."""
+
+
+class HelmValuesLoader(yaml.CSafeLoader):
+    """YAML read as Helm reads a values file: Helm's YAML library keeps a plain scalar that looks
+    like a date or a time (``2024-01-01``) a string when the target is untyped, as values are, so
+    it is a string here too (PyYAML's safe loader would make it a ``datetime.date``)."""
+
+
+HelmValuesLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _not_yaml(path: Path, exc: yaml.YAMLError) -> TargetError:
     mark = getattr(exc, "problem_mark", None)
     where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-    return TargetError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})")
+    if isinstance(exc, yaml.reader.ReaderError):
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        what = f"character {char!r} at offset {exc.position} is not allowed in YAML"
+    else:
+        what = str(getattr(exc, "problem", None) or exc)
+    return TargetError(f"{where}: not valid YAML ({' '.join(what.split())})")
+
+
+def read_input(path: Path, what: str) -> str:
+    """The text of an input file: at most :data:`MAX_INPUT_BYTES`, UTF-8 (as Helm and kubectl
+    read it); a larger, binary or unreadable file is a :class:`TargetError` naming the file."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise TargetError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise TargetError(
+            f"{path}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, too large for a {what}; "
+            "give the values file itself (not a log, an archive or a binary)"
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TargetError(
+            f"{path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+            f"a {what} is YAML text: save it as UTF-8"
+        ) from None
+
+
+def check_tree(path: Path, data: Any) -> None:
+    """Refuse what Helm cannot take as values: a key that is not a string (YAML allows ``1:``
+    and ``true:``; a values path names string keys) and nesting deeper than :data:`MAX_DEPTH`.
+    Walks with its own stack, so hostile depth is an error, never a RecursionError."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        node, at = stack.pop()
+        if len(at) > MAX_DEPTH:
+            raise TargetError(
+                f"{path}: nested deeper than {MAX_DEPTH} levels (at {format_path(at[:8])}...); "
+                "values this deep are a mistake: flatten them"
+            )
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    where = f" under {format_path(at)}" if at else ""
+                    raise TargetError(
+                        f"{path}: key {key!r}{where} is a {type(key).__name__}, not a string; "
+                        f'quote it ("{key}: ...")'
+                    )
+                stack.append((value, (*at, key)))
+        elif isinstance(node, list):
+            stack.extend((value, (*at, index)) for index, value in enumerate(node))
 
 
 def load_values(path: Path) -> dict[str, Any]:
-    """One values file, a mapping (empty file: no values)."""
+    """One values file, a mapping (empty file: no values), read as Helm reads it."""
+    text = read_input(path, "values file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise TargetError(f"{path}: cannot read the values file ({exc.strerror})") from None
+        data = yaml.load(text, Loader=HelmValuesLoader)
     except yaml.YAMLError as exc:
         raise _not_yaml(path, exc) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise TargetError(f"{path}: a values file is a mapping, not a {type(data).__name__}")
+    check_tree(path, data)
     return data
 
 
 def load_manifests(path: Path) -> list[dict[str, Any]]:
     """The objects of a YAML manifest file (``--existing``): every document a Kubernetes object
     with ``kind`` and ``metadata.name`` (a ``List``'s items count one by one)."""
+    text = read_input(path, "manifest file")
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except OSError as exc:
-        raise TargetError(f"{path}: cannot read the manifest file ({exc.strerror})") from None
+        docs = [d for d in yaml.load_all(text, Loader=HelmValuesLoader) if d is not None]
     except yaml.YAMLError as exc:
         raise _not_yaml(path, exc) from None
     out: list[dict[str, Any]] = []
     for index, doc in enumerate(docs):
+        check_tree(path, doc)
         items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-        for item in items or []:
+        items = [] if items is None else items
+        if not isinstance(items, list):
+            raise TargetError(
+                f"{path}: document {index + 1} is a List whose items is a "
+                f"{type(items).__name__}, not a list of objects"
+            )
+        for item in items:
             meta = item.get("metadata") if isinstance(item, dict) else None
-            if not (isinstance(item, dict) and item.get("kind") and isinstance(meta, dict)
-                    and meta.get("name")):  # fmt: skip
+            if not (isinstance(item, dict) and isinstance(item.get("kind"), str)
+                    and isinstance(meta, dict) and isinstance(meta.get("name"), str)
+                    and meta["name"]):  # fmt: skip
                 raise TargetError(
                     f"{path}: document {index + 1} is not a Kubernetes object (it needs kind and "
                     "metadata.name)"
