@@ -79,6 +79,17 @@ def node_cgroups() -> list[Path]:
     return [h / name for h in hierarchies for name in CGROUP_NAMES]
 
 
+def _new_namespaces(before: Before) -> list[str]:
+    """Network namespaces the node made: its own and containerd's pod namespaces (``cni-*``)
+    that were not there before (never another program's, such as podman's ``netns-*``)."""
+    own = Path(before.netns).name
+    return [
+        n
+        for n in _netns_names()
+        if n not in before.namespaces and (n == own or n.startswith("cni-"))
+    ]
+
+
 def _netns_names() -> list[str]:
     return sorted(p.name for p in NETNS_DIR.iterdir()) if NETNS_DIR.is_dir() else []
 
@@ -133,7 +144,9 @@ def leftovers(before: Before) -> dict[str, list[str]]:
         before.run_dir,
         *(str(p) for p in RUN_FOLDERS if str(p) not in before.folders),
     ]
-    new_ns = [n for n in _netns_names() if n not in before.namespaces]
+    new_ns = _new_namespaces(before)
+    # /run/netns itself, made by `ip netns add`, is the node's once nothing else is in it
+    netns_dir = not before.netns_dir and NETNS_DIR.exists() and set(_netns_names()) <= set(new_ns)
     return {
         "processes": sorted(
             str(pid)
@@ -146,7 +159,7 @@ def leftovers(before: Before) -> dict[str, list[str]]:
             if any(point == o or point.startswith(o + "/") for o in owned)
             or point == before.netns
             or any(point == str(NETNS_DIR / n) for n in new_ns)
-            or (point == str(NETNS_DIR) and not before.netns_dir)
+            or (point == str(NETNS_DIR) and netns_dir)
         ],
         "namespaces": new_ns,
         "cgroups": [str(p) for p in node_cgroups() if p.exists() and str(p) not in before.cgroups],
@@ -160,7 +173,7 @@ def leftovers(before: Before) -> dict[str, list[str]]:
             for p in (*RUN_FOLDERS, *SHARED_FOLDERS, Path(before.run_dir), Path(before.root))
             if p.exists() and str(p) not in before.folders
         ]
-        + ([str(NETNS_DIR)] if NETNS_DIR.exists() and not before.netns_dir else []),
+        + ([str(NETNS_DIR)] if netns_dir else []),
     }
 
 
@@ -226,7 +239,7 @@ def restore(state: Path) -> dict[str, list[str]]:
     processes.end_pids({pid for mark in marks for pid in processes.mentioning(mark)}, grace=5)
     _end_containers(before)
     _unmount(before)
-    for name in [n for n in _netns_names() if n not in before.namespaces]:
+    for name in _new_namespaces(before):
         subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
     _unmount(before)
     if not before.netns_dir and NETNS_DIR.is_dir() and not _netns_names():
