@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
+from slinky_harness.build import image
 from slinky_harness.build.nodeparts import BUSYBOX_IMAGE
+from slinky_harness.build.podman import Podman
 from slinky_harness.core import processes
 from slinky_harness.core.polling import wait_for
 from slinky_harness.k8s import hostrestore
@@ -229,6 +231,37 @@ def test_pod_reaches_a_service_by_its_dns_name(node: RealNode) -> None:
     )
     assert "can't find example.com" in outside
     assert "Name:" not in outside
+
+
+def test_the_labeler_image_runs_under_the_reference_the_chart_renders(node: RealNode) -> None:
+    """The labeler image built with podman, imported under the chart's default reference, runs
+    in a pod that names that reference with ``IfNotPresent``: containerd has it, nothing pulls."""
+    built = image.build()
+    reference = image.published_ref()
+    node.import_from_podman(Podman.default(), built.ref, reference)
+    manifest = _pod("labeler", "")
+    container = manifest["spec"]["containers"][0]
+    container.update(image=reference, imagePullPolicy="IfNotPresent", args=["--help"])
+    del container["command"]
+    manifest["spec"]["restartPolicy"] = "Never"
+    node.cluster.apply([manifest])
+
+    def finished() -> str:
+        phase = node.cluster.kubectl(
+            "get", "pod", "-n", NS, "labeler", "-o", "jsonpath={.status.phase}", check=False
+        )
+        return phase if phase in {"Succeeded", "Failed"} else ""
+
+    assert wait_for(finished, timeout=90, what="the labeler pod to finish") == "Succeeded"
+    assert "usage" in node.cluster.kubectl("logs", "-n", NS, "labeler").lower()
+    status = yaml.safe_load(node.cluster.kubectl("get", "pod", "-n", NS, "labeler", "-o", "yaml"))[
+        "status"
+    ]["containerStatuses"][0]
+    assert status["image"] == reference
+    events = node.cluster.kubectl(
+        "get", "events", "-n", NS, "--field-selector=involvedObject.name=labeler"
+    )
+    assert "Pulling" not in events
 
 
 def test_stop_leaves_nothing_behind(node: RealNode) -> None:

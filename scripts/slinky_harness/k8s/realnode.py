@@ -53,6 +53,7 @@ from slinky_harness.k8s.cluster import Cluster
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from slinky_harness.build.podman import Podman
     from slinky_harness.k8s.fleet import Fleet
 
 NODE_NAME = "realnode"
@@ -368,6 +369,18 @@ class RealNode:
         """Import an OCI or docker archive into containerd (``ctr images import``): its image is
         then found under the reference it carries, and never pulled."""
         self.ctr("images", "import", "--no-unpack=false", str(archive), timeout=300)
+
+    def import_from_podman(self, podman: Podman, local: str, reference: str) -> None:
+        """Import podman's image ``local`` under ``reference`` (what a chart renders), so that
+        a pod naming it with ``IfNotPresent`` finds it and no registry is asked."""
+        podman.run("tag", local, reference)  # podman names the archive's image by it
+        archive = self.state / "podman-image.tar"
+        podman.run("save", "--format", "oci-archive", "-o", str(archive), reference, timeout=600)
+        try:
+            self.import_image(archive)
+        finally:
+            archive.unlink(missing_ok=True)
+            podman.run("untag", local, reference, check=False)
 
     def _up(self) -> None:
         state = self.state
