@@ -131,6 +131,9 @@ def _slurm_setup(session: nox.Session) -> None:
 def _cluster_setup(session: nox.Session) -> None:
     _tools(session, "helm", "helm3", "ct", "kubectl")
     _prebuild(session)
+    # The real node's containerd, runc, CNI plugins and iptables (Debian packages), CoreDNS
+    # (tools/coredns), the pause binary and their images (tests/cluster/test_real_node.py).
+    session.run("python", "-m", "slinky_harness.build.nodeparts")
     # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
     # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
     session.run("python", "-m", "slinky_harness.build.image", "prepare")

@@ -1,10 +1,10 @@
 """The control plane's binaries: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-etcd, kwok and kwokctl, and the real Slinky components (slurm-operator's manager and webhook,
-slurm-bridge's scheduler, admission and controllers), built in one ``go build`` from this
-repository's ``tools/`` Go module (so every Kubernetes package compiles once) into a cache outside
-the clone::
+etcd, kwok and kwokctl, the real node's kubelet and kube-proxy, and the real Slinky components
+(slurm-operator's manager and webhook, slurm-bridge's scheduler, admission and controllers),
+built in one ``go build`` from this repository's ``tools/`` Go module (so every Kubernetes package
+compiles once) into a cache outside the clone::
 
-    $SLINKY_SUITE_CACHE/controlplane/<k8s>-etcd<ver>-kwok<ver>-slinky<ver>/bin/
+    $SLINKY_SUITE_CACHE/controlplane/<k8s>-etcd<ver>-kwok<ver>-slinky<ver>-node/bin/
 
 (``SLINKY_SUITE_CACHE`` defaults to ``~/.cache/slinky-suite``). A build goes to a staged folder
 renamed into place only when every binary is built and reports the pinned version, so that a
@@ -52,7 +52,7 @@ SLINKY_VERSION = "v1.2.1"
 """slurm-operator, slurm-bridge and slurm-client, required by ``tools/go.mod`` at this version."""
 
 
-COLD_BUILD = "about 10 min on 2 cores with an empty Go cache (seconds when warm)"
+COLD_BUILD = "about 15 min on 2 cores with an empty Go cache (seconds when warm)"
 
 
 K8S_BUILD_DATE = "2026-07-22T18:07:38Z"
@@ -61,8 +61,10 @@ that builds are reproducible."""
 
 
 BUILD_KEY = (
-    f"{K8S_VERSION}-etcd{ETCD_VERSION[1:]}-kwok{KWOK_VERSION[1:]}-slinky{SLINKY_VERSION[1:]}"
+    f"{K8S_VERSION}-etcd{ETCD_VERSION[1:]}-kwok{KWOK_VERSION[1:]}-slinky{SLINKY_VERSION[1:]}-node"
 )
+"""The cache folder's name; ``-node``: the set holds the real node's kubelet and kube-proxy (a
+folder of its own, so that a checkout without them never replaces binaries another one runs)."""
 
 
 PACKAGES: dict[str, str] = {
@@ -70,6 +72,8 @@ PACKAGES: dict[str, str] = {
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
     "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    "kubelet": "k8s.io/kubernetes/cmd/kubelet",
+    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
     "etcd": "go.etcd.io/etcd/server/v3",
     "kwok": "sigs.k8s.io/kwok/cmd/kwok",
     "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl",
@@ -81,7 +85,8 @@ PACKAGES: dict[str, str] = {
 }
 """Binary name -> Go package, all built in one ``go build`` inside ``tools/``: the control plane
 and the real Slinky components share one module graph (Kubernetes v1.36.3 for both), so every
-Kubernetes package is compiled once."""
+Kubernetes package is compiled once. kubelet and kube-proxy run the real node
+(:mod:`slinky_harness.k8s.realnode`)."""
 
 
 _GO_OUTPUT_NAMES = {
@@ -100,6 +105,8 @@ _VERSION_CHECKS: dict[str, tuple[tuple[str, ...], str]] = {
     "kube-controller-manager": (("--version",), f"Kubernetes {K8S_VERSION}"),
     "kube-scheduler": (("--version",), f"Kubernetes {K8S_VERSION}"),
     "kubectl": (("version", "--client"), f"Client Version: {K8S_VERSION}"),
+    "kubelet": (("--version",), f"Kubernetes {K8S_VERSION}"),
+    "kube-proxy": (("--version",), f"Kubernetes {K8S_VERSION}"),
     "etcd": (("--version",), f"etcd Version: {ETCD_VERSION[1:]}"),
     "kwokctl": (("--version",), KWOK_VERSION[1:]),
 }

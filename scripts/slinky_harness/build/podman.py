@@ -138,25 +138,30 @@ def run_logged(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None 
     return proc.stdout
 
 
-def ensure_packages(which: Callable[[str], str | None] = _which) -> list[str]:
-    """Install the missing :data:`APT_PACKAGES`; return what was installed (``[]`` when nothing)."""
-    missing = [p for p in APT_PACKAGES if not p.present(which)]
+def ensure_packages(
+    which: Callable[[str], str | None] = _which,
+    packages: Sequence[AptPackage] = APT_PACKAGES,
+    role: str = "image",
+) -> list[str]:
+    """Install the missing ``packages`` (the image tier's :data:`APT_PACKAGES` unless given, for
+    ``role``, the word that starts each line); return what was installed (``[]`` when nothing)."""
+    missing = [p for p in packages if not p.present(which)]
     if not missing:
         return []
     if os.geteuid() != 0 or which("apt-get") is None:
         names = " ".join(p.name for p in missing)
-        raise ImageError(f"the image tier needs {names}; install them (apt-get install {names})")
+        raise ImageError(f"the {role} tier needs {names}; install them (apt-get install {names})")
     folder = cache_root()
     archives = folder / "apt"
     (archives / "partial").mkdir(parents=True, exist_ok=True)
     log = folder / "apt.log"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    what = "image: apt-get install " + " ".join(p.name for p in missing)
+    what = f"{role}: apt-get install " + " ".join(p.name for p in missing)
     with heartbeat(what, "about 30 s (downloads cached in image/apt)"):
         run_logged(["apt-get", "update"], log, env=env)
         args, notes = apt_plan(missing, os_codename(), _apt_has)
         for note in notes:
-            print(f"image: {note}; installing the candidate", file=sys.stderr, flush=True)
+            print(f"{role}: {note}; installing the candidate", file=sys.stderr, flush=True)
         run_logged(
             [
                 "apt-get", "install", "-y", "--no-install-recommends",

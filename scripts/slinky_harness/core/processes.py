@@ -11,7 +11,8 @@
   SIGTERM, then SIGKILL to those still alive after a grace period.
 * :class:`Reaper` covers processes that are not our children (``kwokctl``'s daemons): a small
   Python child holding the read end of a pipe. When this process dies, any way, the pipe closes and
-  the reaper ends the pids it was told and every process whose command line mentions its markers.
+  the reaper ends the pids it was told and every process whose command line mentions its markers,
+  then runs the commands given to :meth:`Reaper.on_death` (the real node's restore).
   :meth:`Reaper.close` (a normal stop) tells it to exit without killing anything.
 * :func:`sigterm_as_interrupt` turns SIGTERM into ``KeyboardInterrupt`` so that a SIGTERM shuts
   down like Ctrl-C, with every ``finally`` and fixture teardown run.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -52,13 +54,14 @@ __all__ = [
 
 _PR_SET_PDEATHSIG = 1
 
-# The reaper: reads "pid N" / "mark TEXT" lines; "stop" ends it quietly; EOF without "stop" means
-# the parent died: SIGTERM the pids, their groups and the marked processes, SIGKILL after 5 s.
+# The reaper: reads "pid N" / "mark TEXT" / "exec JSON-ARGV" lines; "stop" ends it quietly; EOF
+# without "stop" means the parent died: SIGTERM the pids, their groups and the marked processes,
+# SIGKILL after 5 s, then run each exec'd command to its end (what restores the machine).
 _REAPER = r"""
-import os, signal, sys, time
+import json, os, signal, subprocess, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-pids, marks = set(), []
+pids, marks, cleanups = set(), [], []
 for line in sys.stdin.buffer:
     word, _, arg = line.rstrip(b"\n").partition(b" ")
     if word == b"stop":
@@ -67,6 +70,8 @@ for line in sys.stdin.buffer:
         pids.add(int(arg))
     elif word == b"mark":
         marks.append(arg)
+    elif word == b"exec":
+        cleanups.append(json.loads(arg))
 me = os.getpid()
 def targets():
     found = set(pids)
@@ -107,6 +112,11 @@ while time.monotonic() < deadline:
     if not send(0):
         break
 send(signal.SIGKILL)
+for argv in cleanups:
+    try:
+        subprocess.run(argv, stdin=subprocess.DEVNULL, timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError):
+        pass
 """
 
 
@@ -326,6 +336,11 @@ class Reaper:
         """Add ``pids`` (and their process groups, where they lead one) to what is ended."""
         for pid in pids:
             self._send(f"pid {int(pid)}")
+
+    def on_death(self, argv: Sequence[str]) -> None:
+        """Run ``argv`` (to its end, output where the reaper's goes) after the processes are
+        ended, should this process die; a normal :meth:`close` never runs it."""
+        self._send("exec " + json.dumps(list(argv)))
 
     def close(self) -> None:
         """A normal stop: the reaper exits without touching anything."""

@@ -116,6 +116,23 @@ def _disabled(extra_args: Sequence[str]) -> set[str]:
     }
 
 
+KWOK_NODE_SELECTOR = "kwok.x-k8s.io/node=fake"
+"""The annotation of the nodes the kwok controller plays kubelet for (every fleet node carries it:
+:meth:`slinky_harness.k8s.fleet.Fleet.nodes`); a real node (:mod:`slinky_harness.k8s.realnode`)
+has none, so its own kubelet reports for it."""
+
+
+def _node_args() -> list[str]:
+    """``--extra-args`` that leave nodes without the kwok annotation to their own kubelet, and
+    reach kubelets by their InternalIP (never by a hostname the machine's resolver would look up,
+    which is what logs and exec on a real node would wait on)."""
+    return [
+        "--extra-args=kwok-controller=manage-all-nodes=false",
+        f"--extra-args=kwok-controller=manage-nodes-with-annotation-selector={KWOK_NODE_SELECTOR}",
+        "--extra-args=kube-apiserver=kubelet-preferred-address-types=InternalIP",
+    ]
+
+
 def _single_instance_args(extra_args: Sequence[str]) -> list[str]:
     """``--extra-args`` that turn leader election off in the one scheduler and controller-manager.
 
@@ -136,9 +153,18 @@ class Cluster:
     """A running kwok cluster; build one with ``Cluster.start``."""
 
     def __init__(
-        self, name: str, workdir: Path, bindir: Path, ports: Ports, fleet: Fleet | None
+        self,
+        name: str,
+        workdir: Path,
+        bindir: Path,
+        ports: Ports,
+        fleet: Fleet | None,
+        *,
+        netns: Path | None = None,
     ) -> None:
         self.name = name
+        self.netns = netns
+        """The network namespace (``/run/netns/NAME``) the cluster runs in, ``None``: this one's."""
         self.workdir = workdir
         self.bindir = bindir
         self.ports = ports
@@ -181,11 +207,17 @@ class Cluster:
 
     # -- commands --
 
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` run inside the cluster's network namespace (as it is when it has none)."""
+        if self.netns is None:
+            return list(argv)
+        return ["nsenter", f"--net={self.netns}", *argv]
+
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
     ) -> str:
         """Run the pinned kubectl against this cluster and return its stdout."""
-        cmd = [str(self.bindir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args]
+        cmd = self.wrap([str(self.bindir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args])
         try:
             proc = subprocess.run(
                 cmd,
@@ -223,7 +255,11 @@ class Cluster:
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
 
     def api_client(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` for this cluster."""
+        """A ``kubernetes.client.ApiClient`` for this cluster (one in this network namespace)."""
+        if self.netns is not None:
+            raise ControlPlaneError(
+                f"the cluster runs in network namespace {self.netns}: use kubectl (wrap)"
+            )
         from kubernetes import config  # noqa: PLC0415 - optional at import time
 
         return config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
@@ -244,6 +280,7 @@ class Cluster:
         timeout: float = 180.0,
         bindir: Path | None = None,
         extra_args: Sequence[str] = (),
+        netns: Path | None = None,
     ) -> Iterator[Cluster]:
         """Start a cluster in ``workdir``, yield it, and tear it down on exit (errors included).
 
@@ -251,6 +288,7 @@ class Cluster:
         Ports are chosen free unless given; a port already in use is refused before anything
         starts. ``stages`` is the kwok Stage file applied before the nodes are created.
         ``extra_args`` go to ``kwokctl create cluster`` (``--extra-args=kube-apiserver=v=2``).
+        ``netns``: run every component and every command in that network namespace.
         """
         workdir = Path(workdir).resolve()
         workdir.mkdir(parents=True, exist_ok=True)
@@ -260,7 +298,7 @@ class Cluster:
             ports = choose_ports(kube_apiserver_port)
         else:
             choose_ports(**dict(ports.items()))
-        cluster = cls(name, workdir, bindir or ensure_binaries(), ports, fleet)
+        cluster = cls(name, workdir, bindir or ensure_binaries(), ports, fleet, netns=netns)
         clusters = cluster.kwok_workdir / "clusters"
         existing = sorted(p.name for p in clusters.iterdir()) if clusters.is_dir() else []
         if existing:
@@ -311,7 +349,7 @@ class Cluster:
 
     def _kwokctl(self, *args: str, timeout: float, log: Path) -> int:
         """Run kwokctl with ``args``, its output appended to ``log``; return its exit status."""
-        cmd = [str(self.bindir / "kwokctl"), f"--name={self.name}", *args]
+        cmd = self.wrap([str(self.bindir / "kwokctl"), f"--name={self.name}", *args])
         with log.open("ab") as sink:
             sink.write(f"$ {' '.join(cmd)}\n".encode())
             sink.flush()
@@ -362,6 +400,7 @@ class Cluster:
             f"--kubeconfig={self.kubeconfig}",
             f"--timeout={int(timeout)}s",
             *_single_instance_args(extra_args),
+            *_node_args(),
             *extra_args,
             timeout=timeout,
             log=self.workdir / "kwokctl.log",

@@ -167,12 +167,14 @@ class Fleet:
                     {k: _format(v, fields, f"labels.{k}") for k, v in group.labels.items()}
                 )
                 annotations = {
-                    "kwok.x-k8s.io/node": "fake",
                     "node.alpha.kubernetes.io/ttl": "0",
                     **{
                         k: _format(v, fields, f"annotations.{k}")
                         for k, v in group.annotations.items()
                     },
+                    # last: the kwok controller plays kubelet only for nodes that carry it
+                    # (slinky_harness.k8s.cluster.KWOK_NODE_SELECTOR), whatever a fleet says
+                    "kwok.x-k8s.io/node": "fake",
                 }
                 node: dict[str, Any] = {
                     "apiVersion": "v1",

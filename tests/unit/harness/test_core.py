@@ -163,3 +163,39 @@ def test_mentioning_finds_live_processes_by_a_marker_on_their_command_line(tmp_p
     finally:
         processes.stop(proc, grace=5)
     assert proc.pid not in processes.mentioning(marker, include_zombies=True)
+
+
+_REAPED_CHILD = """
+import os, signal, sys, time
+from slinky_harness.core import processes
+reaper = processes.Reaper()
+reaper.on_death([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write('ran')", sys.argv[1]])
+if sys.argv[2] == "close":
+    reaper.close()
+print("armed", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("ending", ["sigkill", "close"])
+def test_reaper_runs_on_death_commands_only_when_its_parent_dies(
+    tmp_path: Path, ending: str
+) -> None:
+    """A command given to ``Reaper.on_death`` runs after its owner is SIGKILLed, and never after
+    a normal ``close``."""
+    marker = tmp_path / "ran"
+    with subprocess.Popen(
+        [sys.executable, "-c", _REAPED_CHILD, str(marker), ending],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "armed"
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    if ending == "sigkill":
+        wait_for(marker.exists, timeout=20, what="the on_death command")
+        assert marker.read_text() == "ran"
+    else:
+        time.sleep(2)
+        assert not marker.exists()

@@ -11,7 +11,7 @@ import pytest
 
 from slinky_harness.apps import demo
 from slinky_harness.apps.demo.topology import fleet_from_fabric, same_topology
-from slinky_harness.k8s.fleet import load_fleet
+from slinky_harness.k8s.fleet import load_fleet, parse_fleet
 from slinky_topology.build import plan
 from slinky_topology.pipeline import render_output
 from slinky_topology.sources import fabric_file, k8s_nodes
@@ -54,3 +54,30 @@ def test_fleet_check_notices_a_node_on_the_wrong_leaf() -> None:
     read_back = k8s_nodes.fabric_from_nodes(nodes, preset=demo.PRESET)
     problems = same_topology(static_topology(read_back), static_topology(FABRIC))
     assert problems and "topology fabric" in problems[0], problems
+
+
+def test_every_fleet_node_carries_the_kwok_annotation_whatever_the_fleet_says() -> None:
+    """The kwok controller plays kubelet only for nodes annotated ``kwok.x-k8s.io/node=fake``
+    (so that a real node beside them keeps its own kubelet): every fleet node carries it, even
+    when a group's annotations name another value."""
+    from slinky_harness.k8s.cluster import KWOK_NODE_SELECTOR  # noqa: PLC0415
+
+    fleet = parse_fleet(
+        {
+            "kind": "Fleet",
+            "name": "f",
+            "nodeGroups": [
+                {
+                    "name": "g",
+                    "count": 2,
+                    "namePattern": "n-{n}",
+                    "resources": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                    "annotations": {"kwok.x-k8s.io/node": "real", "team": "a"},
+                }
+            ],
+        }
+    )
+    key, value = KWOK_NODE_SELECTOR.split("=")
+    for node in fleet.nodes():
+        assert node["metadata"]["annotations"][key] == value
+        assert node["metadata"]["annotations"]["team"] == "a"

@@ -1,0 +1,571 @@
+"""A real node beside the kwok nodes: kubelet, kube-proxy, containerd and runc joined to the
+harness's control plane, with CNI pod networking and CoreDNS, all in a private network namespace.
+
+``RealNode.start(workdir, fleet=...)`` (one per machine: it holds :data:`LOCK`):
+
+1. records what it will change on the machine (:func:`slinky_harness.k8s.hostrestore.record`) and
+   starts a reaper that restores it should this process die, SIGKILL included;
+2. makes the network namespace :data:`NETNS`: loopback and an empty bridge ``node0`` holding the
+   node's IP and the ``kubernetes`` Service IP (so kwokctl puts it in the API server's
+   certificate), the default route into it and nothing else: no way out of the machine;
+3. starts the kwok control plane in it (:class:`slinky_harness.k8s.cluster.Cluster`, whose kwok
+   controller plays kubelet only for the fleet's annotated nodes);
+4. starts containerd (``restrict_oom_score_adj``: root here lacks CAP_SYS_RESOURCE) and imports
+   the pause, CoreDNS and busybox images (:mod:`slinky_harness.build.nodeparts`), then kube-proxy
+   and kubelet (cgroupfs, cgroup v1 allowed, anonymous read of its API for logs and exec);
+5. waits for the node to be Ready and deploys CoreDNS as ``kube-dns`` at :data:`DNS_IP`.
+
+On exit it cordons the node, deletes its pods, stops kubelet, kube-proxy and containerd, stops
+the cluster and restores the machine. Pods run on it when they select it
+(``nodeSelector: {kubernetes.io/hostname: realnode}``) with images it holds
+(``imagePullPolicy: Never`` or ``IfNotPresent``); there is no registry.
+
+Usage::
+
+    python -m slinky_harness.k8s.realnode run --workdir DIR    # until Ctrl-C; "ready" on stdout
+    python -m slinky_harness.k8s.realnode restore DIR/node      # put the machine back
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import yaml
+
+from slinky_harness.build.controlplane import ControlPlaneError, ensure_binaries
+from slinky_harness.build.nodeparts import COREDNS_IMAGE, PAUSE_IMAGE, NodeParts, ensure_parts
+from slinky_harness.core import processes
+from slinky_harness.core.errors import HarnessError, WaitTimeout
+from slinky_harness.core.polling import wait_for
+from slinky_harness.k8s import hostrestore
+from slinky_harness.k8s.cluster import Cluster
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from slinky_harness.build.podman import Podman
+    from slinky_harness.k8s.fleet import Fleet
+
+NODE_NAME = "realnode"
+NETNS_NAME = "slinky-realnode"
+NETNS = Path("/run/netns") / NETNS_NAME
+RUN_DIR = Path("/run/slinky-realnode")
+"""containerd's sockets (short and fixed: shims are found by them)."""
+ROOT = Path("/var/lib/slinky-realnode")
+"""kubelet's and containerd's roots (short and fixed: kubelet makes sockets in its root)."""
+LOCK = Path("/run/slinky-realnode.lock")
+NODE_IP = "10.250.0.1"
+SERVICE_IP = "10.0.0.1"
+"""The ``kubernetes`` Service (first address of kwokctl's service range 10.0.0.0/24)."""
+DNS_IP = "10.0.0.10"
+POD_CIDR = "10.88.0.0/16"
+CNI_BIN = Path("/usr/lib/cni")
+SCRIPTS = Path(__file__).resolve().parents[2]
+
+
+class RealNodeError(HarnessError):
+    """The real node could not start or stop; the message names the component and its log."""
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return f"    (no {path.name})"
+    return "\n".join(f"    {line}" for line in text[-lines:])
+
+
+def _run(argv: Sequence[str], *, what: str, timeout: float = 60) -> str:
+    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RealNodeError(f"{what} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+# --- configuration files -----------------------------------------------------------------------
+
+
+def containerd_config(state: Path) -> str:
+    """containerd 1.6's configuration: its root in :data:`ROOT`, sockets in :data:`RUN_DIR`."""
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    return f"""version = 2
+root = "{ROOT}/containerd"
+state = "{RUN_DIR}/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = "{RUN_DIR}/containerd.sock"
+
+[ttrpc]
+  address = "{RUN_DIR}/containerd.sock.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{ROOT}/opt"
+
+[{cri}]
+  sandbox_image = "{PAUSE_IMAGE}"
+  restrict_oom_score_adj = true
+  [{cri}.containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [{cri}.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [{cri}.containerd.runtimes.runc.options]
+        BinaryName = "runc"
+        SystemdCgroup = false
+  [{cri}.cni]
+    bin_dir = "{CNI_BIN}"
+    conf_dir = "{state}/cni/net.d"
+"""
+
+
+def cni_config(state: Path) -> dict[str, Any]:
+    """Bridge ``cni0`` with host-local addresses from :data:`POD_CIDR`, and portmap."""
+    return {
+        "cniVersion": "0.4.0",
+        "name": NETNS_NAME,
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": "cni0",
+                "isGateway": True,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": POD_CIDR}]],
+                    "routes": [{"dst": "0.0.0.0/0"}],
+                    "dataDir": str(state / "cni" / "ipam"),
+                },
+            },
+            {"type": "portmap", "capabilities": {"portMappings": True}},
+        ],
+    }
+
+
+def kubelet_config(state: Path) -> dict[str, Any]:
+    """kubelet's configuration (see the module docstring for why each setting)."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "failCgroupV1": False,
+        "cgroupDriver": "cgroupfs",
+        "containerRuntimeEndpoint": f"unix://{RUN_DIR}/containerd.sock",
+        "address": NODE_IP,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "clusterDNS": [DNS_IP],
+        "clusterDomain": "cluster.local",
+        "resolvConf": "",
+        "failSwapOn": False,
+        "podLogsDir": str(state / "pod-logs"),
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%"},
+        "serializeImagePulls": False,
+        "shutdownGracePeriod": "0s",
+        "rotateCertificates": False,
+        "registerNode": True,
+    }
+
+
+def kube_proxy_config(kubeconfig: Path) -> dict[str, Any]:
+    """kube-proxy in iptables mode, leaving the machine-wide conntrack settings alone."""
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "hostnameOverride": NODE_NAME,
+        "mode": "iptables",
+        "clusterCIDR": POD_CIDR,
+        "bindAddress": NODE_IP,
+        "healthzBindAddress": "127.0.0.1:10256",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "conntrack": {
+            "maxPerCore": 0,
+            "min": 0,
+            "tcpEstablishedTimeout": "0s",
+            "tcpCloseWaitTimeout": "0s",
+        },
+    }
+
+
+COREFILE = """.:53 {
+    errors
+    health :8080
+    ready :8181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+"""
+
+
+def coredns_manifests() -> list[dict[str, Any]]:
+    """``kube-dns``: CoreDNS on the real node, the Service at :data:`DNS_IP`, its RBAC."""
+    meta = {"name": "coredns", "namespace": "kube-system"}
+    labels = {"k8s-app": "kube-dns"}
+    container = {
+        "name": "coredns",
+        "image": COREDNS_IMAGE,
+        "imagePullPolicy": "Never",
+        "args": ["-conf", "/etc/coredns/Corefile"],
+        "ports": [
+            {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+            {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+        ],
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}, "periodSeconds": 1},
+        "volumeMounts": [{"name": "config", "mountPath": "/etc/coredns"}],
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "slinky-suite:coredns"},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["endpoints", "services", "pods", "namespaces"],
+                    "verbs": ["list", "watch"],
+                },
+                {
+                    "apiGroups": ["discovery.k8s.io"],
+                    "resources": ["endpointslices"],
+                    "verbs": ["list", "watch"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "slinky-suite:coredns"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "slinky-suite:coredns",
+            },
+            "subjects": [{"kind": "ServiceAccount", **meta}],
+        },
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"Corefile": COREFILE}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": "coredns",
+                        "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
+                        "dnsPolicy": "Default",
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [container],
+                        "volumes": [{"name": "config", "configMap": {"name": "coredns"}}],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": labels},
+            "spec": {
+                "clusterIP": DNS_IP,
+                "selector": labels,
+                "ports": [
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                ],
+            },
+        },
+    ]
+
+
+# --- the node ----------------------------------------------------------------------------------
+
+
+def _make_netns() -> None:
+    """:data:`NETNS` with loopback and ``node0`` (node IP, Service IP, default route)."""
+    _run(["ip", "netns", "add", NETNS_NAME], what=f"ip netns add {NETNS_NAME}")
+    inside = ["nsenter", f"--net={NETNS}"]
+    for step in (
+        ["ip", "link", "set", "lo", "up"],
+        ["ip", "link", "add", "node0", "type", "bridge"],
+        ["ip", "addr", "add", f"{NODE_IP}/24", "dev", "node0"],
+        ["ip", "addr", "add", f"{SERVICE_IP}/32", "dev", "node0"],
+        ["ip", "link", "set", "node0", "up"],
+        ["ip", "route", "add", "default", "dev", "node0"],
+        ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
+        ["sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"],
+    ):
+        _run([*inside, *step], what=" ".join(step))
+
+
+class RealNode:
+    """A running real node and its cluster; build one with :meth:`start`."""
+
+    def __init__(self, workdir: Path, cluster: Cluster, parts: NodeParts) -> None:
+        self.workdir = workdir
+        self.state = workdir / "node"
+        self.cluster = cluster
+        self.parts = parts
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.timings: dict[str, float] = {}
+        """Seconds from containerd's start to each step."""
+        self.leftovers: dict[str, list[str]] | None = None
+        """What :meth:`stop` found still on the machine afterwards (``None`` before it ran)."""
+
+    @property
+    def logs(self) -> Path:
+        return self.state / "logs"
+
+    def _start(self, name: str, argv: Sequence[str]) -> None:
+        log = self.logs / f"{name}.log"
+        self.children[name] = processes.start(self.cluster.wrap(argv), log=log)
+
+    def _wait(self, what: str, probe: Any, timeout: float, log: str) -> None:
+        def alive_and(probe_: Any) -> bool:
+            for name, child in self.children.items():
+                if child.poll() is not None:
+                    raise RealNodeError(
+                        f"{name} exited ({child.returncode}) while waiting for {what}; "
+                        f"{self.logs / (name + '.log')}:\n{_tail(self.logs / (name + '.log'))}"
+                    )
+            return bool(probe_())
+
+        try:
+            wait_for(lambda: alive_and(probe), timeout=timeout, what=what, every=0.25)
+        except WaitTimeout:
+            path = self.logs / f"{log}.log"
+            raise RealNodeError(f"timed out waiting for {what}; {path}:\n{_tail(path)}") from None
+
+    def ctr(self, *args: str, timeout: float = 120) -> str:
+        """``ctr -n k8s.io ARGS`` against the node's containerd."""
+        argv = ["ctr", "--address", f"{RUN_DIR}/containerd.sock", "-n", "k8s.io", *args]
+        return _run(argv, what=f"ctr {' '.join(args[:2])}", timeout=timeout)
+
+    def import_image(self, archive: Path) -> None:
+        """Import an OCI or docker archive into containerd (``ctr images import``): its image is
+        then found under the reference it carries, and never pulled."""
+        self.ctr("images", "import", "--no-unpack=false", str(archive), timeout=300)
+
+    def import_from_podman(self, podman: Podman, local: str, reference: str) -> None:
+        """Import podman's image ``local`` under ``reference`` (what a chart renders), so that
+        a pod naming it with ``IfNotPresent`` finds it and no registry is asked."""
+        podman.run("tag", local, reference)  # podman names the archive's image by it
+        archive = self.state / "podman-image.tar"
+        podman.run("save", "--format", "oci-archive", "-o", str(archive), reference, timeout=600)
+        try:
+            self.import_image(archive)
+        finally:
+            archive.unlink(missing_ok=True)
+            podman.run("untag", local, reference, check=False)
+
+    def _up(self) -> None:
+        state = self.state
+        begin = time.monotonic()
+        for folder in ("cni/net.d", "logs", "pod-logs"):
+            (state / folder).mkdir(parents=True, exist_ok=True)
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        ROOT.mkdir(parents=True, exist_ok=True)
+        (state / "containerd.toml").write_text(containerd_config(state))
+        (state / "cni/net.d/10-realnode.conflist").write_text(json.dumps(cni_config(state)))
+        (state / "kubelet.yaml").write_text(yaml.safe_dump(kubelet_config(state)))
+        proxy = kube_proxy_config(self.cluster.kubeconfig)
+        (state / "kube-proxy.yaml").write_text(yaml.safe_dump(proxy))
+        bindir = self.cluster.bindir
+
+        self._start("containerd", ["containerd", "--config", str(state / "containerd.toml")])
+        sock = RUN_DIR / "containerd.sock"
+        self._wait("containerd's socket", sock.exists, 30, "containerd")
+        self._wait(
+            "containerd's CRI",
+            lambda: (
+                subprocess.run(
+                    ["ctr", "--address", str(sock), "version"], capture_output=True, check=False
+                ).returncode
+                == 0
+            ),
+            30,
+            "containerd",
+        )
+        for archive in self.parts.images.values():
+            self.import_image(archive)
+        self.timings["images"] = time.monotonic() - begin
+
+        self._start(
+            "kube-proxy",
+            [str(bindir / "kube-proxy"), f"--config={state / 'kube-proxy.yaml'}"],
+        )
+        self._start(
+            "kubelet",
+            [
+                str(bindir / "kubelet"),
+                f"--config={state / 'kubelet.yaml'}",
+                f"--kubeconfig={self.cluster.kubeconfig}",
+                f"--root-dir={ROOT / 'kubelet'}",
+                f"--cert-dir={ROOT / 'kubelet' / 'pki'}",
+                f"--volume-plugin-dir={ROOT / 'volume-plugins'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--node-ip={NODE_IP}",
+                f"--node-labels=type=real,slinky.slurm.net/real-node={NODE_NAME}",
+            ],
+        )
+        self._wait("node Ready", self.ready, 120, "kubelet")
+        self.timings["node_ready"] = time.monotonic() - begin
+        self.cluster.apply(coredns_manifests())
+        self._wait(
+            "CoreDNS ready",
+            lambda: "1" in self.cluster.kubectl(
+                "get", "deployment", "coredns", "-n", "kube-system",
+                "-o", "jsonpath={.status.readyReplicas}", check=False,
+            ),
+            120,
+            "kubelet",
+        )  # fmt: skip
+        self.timings["dns_ready"] = time.monotonic() - begin
+
+    def ready(self) -> bool:
+        """Whether the node reports Ready."""
+        out = self.cluster.kubectl(
+            "get", "node", NODE_NAME, "-o",
+            'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+            check=False, timeout=10,
+        )  # fmt: skip
+        return out.strip() == "True"
+
+    def _drain(self) -> None:
+        """Cordon the node and delete its pods (their sandboxes torn down by kubelet)."""
+        with contextlib.suppress(ControlPlaneError):
+            self.cluster.kubectl("cordon", NODE_NAME, timeout=20)
+            self.cluster.kubectl(
+                "delete", "pods", "--all-namespaces", f"--field-selector=spec.nodeName={NODE_NAME}",
+                "--grace-period=1", "--wait=true", "--timeout=60s", timeout=90,
+            )  # fmt: skip
+
+    def stop_node(self) -> None:
+        """Stop kubelet, kube-proxy and containerd, the node's pods first."""
+        kubelet = self.children.get("kubelet")
+        if kubelet is not None and kubelet.poll() is None:
+            self._drain()
+        for name in ("kubelet", "kube-proxy", "containerd"):
+            child = self.children.get(name)
+            if child is not None:
+                processes.stop(child, grace=10)
+
+    def stop(self) -> dict[str, list[str]]:
+        """Stop the node and the cluster and restore the machine (what leaving :meth:`start`'s
+        block does; later calls do nothing); return what was left (:attr:`leftovers`)."""
+        if self.leftovers is None:
+            self.stop_node()
+            self.cluster.stop()
+            self.leftovers = hostrestore.restore(self.state)
+        return self.leftovers
+
+    # -- life cycle --
+
+    @classmethod
+    @contextlib.contextmanager
+    def start(
+        cls, workdir: Path | str, fleet: Fleet | Path | str | None = None, *, timeout: float = 240
+    ) -> Iterator[RealNode]:
+        """Start the cluster and the real node (see the module docstring); stop both and restore
+        the machine at the end of the block, errors included."""
+        workdir = Path(workdir).resolve()
+        if os.geteuid() != 0:
+            raise RealNodeError("the real node needs root (network namespace, containerd, cgroups)")
+        parts = ensure_parts()
+        bindir = ensure_binaries()
+        LOCK.parent.mkdir(parents=True, exist_ok=True)
+        with LOCK.open("a") as lock, processes.sigterm_as_interrupt():
+            _take(lock)
+            state = workdir / "node"
+            hostrestore.record(state, ROOT, RUN_DIR, NETNS)
+            restore = [
+                "env", f"PYTHONPATH={SCRIPTS}", sys.executable,
+                "-m", "slinky_harness.k8s.realnode", "restore", str(state),
+            ]  # fmt: skip
+            with processes.reaping([f"{state}/", f"{ROOT}/", f"{RUN_DIR}/"]) as reaper:
+                reaper.on_death(restore)
+                node: RealNode | None = None
+                try:
+                    _make_netns()
+                    with Cluster.start(
+                        workdir / "cluster", fleet, bindir=bindir, netns=NETNS, timeout=timeout
+                    ) as cluster:
+                        node = cls(workdir, cluster, parts)
+                        try:
+                            node._up()
+                            yield node
+                        finally:
+                            node.stop_node()
+                finally:
+                    # after the cluster, which runs in the network namespace this deletes
+                    left = hostrestore.restore(state)
+                    if node is not None and node.leftovers is None:
+                        node.leftovers = left
+
+
+def _take(lock: IO[str]) -> None:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise RealNodeError(
+            f"another real node runs on this machine (it holds {LOCK}); one per machine"
+        ) from None
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m slinky_harness.k8s.realnode", description=__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="start the cluster and the node until Ctrl-C")
+    run.add_argument("--workdir", type=Path, required=True)
+    run.add_argument("--fleet", type=Path, help="kwok fleet file beside the real node")
+    back = sub.add_parser("restore", help="put the machine back after a node (idempotent)")
+    back.add_argument("state", type=Path, help="the node's folder (WORKDIR/node)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "restore":
+            left = hostrestore.restore(args.state)
+            rest = {k: v for k, v in left.items() if v}
+            print(json.dumps(rest, indent=2) if rest else "restored")
+            return 1 if rest else 0
+        with RealNode.start(args.workdir, args.fleet) as node:
+            steps = ", ".join(f"{k} {v:.1f}s" for k, v in node.timings.items())
+            print(f"ready: export KUBECONFIG={node.cluster.kubeconfig} ({steps})", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.pause()
+    except (HarnessError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(processes.run_main(main))
