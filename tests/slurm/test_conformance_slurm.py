@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import yaml
 from tests.conformance_cases import BROKEN, expectations, prerequisites
 
 from slinky_harness.apps.conformance import slurm as phase
@@ -51,9 +52,12 @@ def _reconciled(_: Context) -> Outcome:
 STAND_IN = Step("live", "reconcile", _reconciled)
 
 
-def rendered_context(files: list[Path], work: Path, existing: list[dict[str, Any]]) -> Context:
-    """A Context as the live phase leaves it, made from ``helm template`` (see module doc)."""
-    target = resolve(files)
+def rendered_context(
+    files: list[Path], work: Path, existing: list[dict[str, Any]], chart: str | None = None
+) -> Context:
+    """A Context as the live phase leaves it, made from ``helm template`` (see module doc);
+    ``chart``: the values are for that suite chart (``--chart``), not the umbrella."""
+    target = resolve(files, chart=chart)
     result = helm.template(
         target.chart_dir(work), target.values, release=target.release, namespace=target.namespace
     )
@@ -217,3 +221,66 @@ def test_a_nodeset_with_no_pod_placed_joins_no_node(slurm_root: Path, tmp_path: 
     assert all(
         "no pod of NodeSet gpu was placed (live/placement)" in f.problem for f in jobs.findings
     ), explain(report)
+
+
+def test_upstream_gpu_guide_values_pass_and_a_gpu_job_lands(
+    slurm_root: Path, tmp_path: Path
+) -> None:
+    """Upstream's GPU guide values (tests/data/conformance/slurm/upstream-gpu-guide.yaml, for
+    --chart slurm-cluster): its gres.conf asks slurmd to detect the GPUs, which a node that
+    slurmd registers may do, so every step passes; NodeSet gpu-gb200's nodes count the 4 GPUs
+    they declare, and a job asking for them (--gres=gpu:4) lands on one of its nodes."""
+    values = SLURM_DATA / "upstream-gpu-guide.yaml"
+    ctx = rendered_context([values], tmp_path, [], chart="slurm-cluster")
+    report = run_phase(ctx)
+    assert set(statuses(report).values()) == {"pass"}, explain(report)
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    (line,) = [d for d in jobs.details if "--gres=" in d]
+    assert "--gres=gpu:4" in line and "-> gpu-gb200-" in line, jobs.details
+
+
+def test_each_gpu_nodeset_gets_a_job_asking_for_its_gpus(slurm_root: Path, tmp_path: Path) -> None:
+    """examples/umbrella as it ships: NodeSet gpu declares 8 GPUs per node (nodesets.gpu.gpu);
+    the jobs step asks for all 8 (--gres=gpu:8) and the job lands on a gpu node."""
+    report = run_phase(rendered_context([], tmp_path, []))
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    assert jobs.status == "pass", explain(report)
+    (line,) = [d for d in jobs.details if "--gres=" in d]
+    assert "--gres=gpu:8" in line and "-> gpu-" in line, jobs.details
+
+
+def test_gpus_slurmctld_does_not_count_are_a_finding(slurm_root: Path, tmp_path: Path) -> None:
+    """tests/data/conformance/broken/gres-without-grestypes.yaml (the static phase names it
+    too): the nodes join with their Gres kept, slurmctld shows them with Gres=(null), and the
+    load step says so at the values that declare the GPUs."""
+    values = REPO / "tests" / "data" / "conformance" / "broken" / "gres-without-grestypes.yaml"
+    report = run_phase(rendered_context([values], tmp_path, []))
+    load = next(r for r in report.results if r.id == "slurm/load")
+    assert load.status == "fail", explain(report)
+    (finding,) = load.findings
+    assert finding.path == "slurm-cluster.nodesets.gpu.extraConfMap", finding
+    assert "Gres=(null)" in finding.problem and "8 GPUs" in finding.problem, finding
+    assert "GresTypes" in finding.fix, finding
+
+
+def test_a_gpu_nodeset_in_no_partition_is_a_finding(slurm_root: Path, tmp_path: Path) -> None:
+    """The umbrella's GPU NodeSet without its own partition, and the slurm-bridge partition
+    (the other one holding it) off, beside a CPU NodeSet with a partition: no job can ask for
+    the GPUs, and the jobs step says so at the NodeSet's partition."""
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        yaml.safe_dump({
+            "slurm-cluster": {
+                "partitions": {"slurm-bridge": {"enabled": False}},
+                "nodesets": {
+                    "gpu": {"partition": {"enabled": False}},
+                    "cpu": {"partition": {"enabled": True, "config": "Default=YES"}},
+                },
+            }
+        })
+    )  # fmt: skip
+    report = run_phase(rendered_context([values], tmp_path, []))
+    jobs = next(r for r in report.results if r.id == "slurm/jobs")
+    assert jobs.status == "fail", explain(report)
+    assert [f.path for f in jobs.findings] == ["slurm-cluster.nodesets.gpu.partition"], jobs
+    assert "8 GPUs each" in jobs.findings[0].problem, jobs.findings

@@ -168,3 +168,37 @@ def test_slurmd_conf_is_what_the_pods_register_with(
 def test_slurmd_conf_refuses_an_item_without_a_value() -> None:
     with pytest.raises(ValueError, match="'Gres' is not Key=Value"):
         release.slurmd_conf("gpu", "Gres")
+
+
+@pytest.mark.parametrize(
+    ("gres", "expected"),
+    [
+        pytest.param("gpu:8", {"": 8}, id="untyped"),
+        pytest.param("gpu:GB200:4", {"GB200": 4}, id="typed"),
+        pytest.param("gpu:h100:8(S:0-1),nic:2", {"h100": 8}, id="as-scontrol-shows-it"),
+        pytest.param("gpu:a:2,gpu:b:1,GPU:1", {"a": 2, "b": 1, "": 1}, id="several-any-case"),
+        pytest.param("gpu", {"": 1}, id="no-count-is-one"),
+        pytest.param("gpu:h100", {"h100": 1}, id="typed-no-count-is-one"),
+        pytest.param("(null)", {}, id="null"),
+        pytest.param("shard:8,nic:2", {}, id="no-gpu"),
+    ],
+)
+def test_gres_gpus_counts_each_gpu_type(gres: str, expected: dict[str, int]) -> None:
+    assert phase.gres_gpus(gres) == expected
+
+
+def test_check_gres_conf_gives_each_node_the_gpus_it_declares() -> None:
+    """The values' gres.conf first, then per node AutoDetect=off and, per GPU type, device
+    files numbered on from the previous type's."""
+    text = phase.check_gres_conf(
+        "Name=nic Count=2\n",
+        {"gpu-0": "gpu", "cpu-0": "cpu"},
+        {"gpu": {"a": 2, "b": 1}, "cpu": {}},
+    )
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert lines == [
+        "Name=nic Count=2",
+        "NodeName=gpu-0 AutoDetect=off Name=gpu Type=a File=/dev/nvidia[0-1]",
+        "NodeName=gpu-0 AutoDetect=off Name=gpu Type=b File=/dev/nvidia2",
+        "NodeName=cpu-0 AutoDetect=off",
+    ]

@@ -12,8 +12,11 @@ the objects and ``--existing``). Steps:
   names (``controller.extraConfMap.<Option>``, ``controller.extraConf``,
   ``configFiles["<file>"]``, ``partitions.<p>.config``, ``scheduling.*``, ...). Then one
   dynamic node per NodeSet pod (its replicas, at most :data:`NODES_PER_NODESET`) joins as the
-  operator's pods register (``<nodeset>-<i>``, the NodeSet's ``slurmd --conf``), placed in the
-  units of a topology.yaml that lists none.
+  operator's pods register (``<nodeset>-<i>``, the NodeSet's ``slurmd --conf``, its ``Gres``
+  kept), placed in the units of a topology.yaml that lists none. gres.conf gets lines that stand
+  in for the GPUs each node's slurmd would find (:func:`check_gres_conf`); a node whose GPUs
+  slurmctld does not count (``Gres=(null)``: ``GresTypes`` does not name them) is a finding at
+  the values that declare them.
 * ``partitions``: every partition the values ask for exists and holds exactly the nodes of its
   NodeSets, with the topology the values give it (one topology.yaml has); every topology is
   shown as the file (plus the placed nodes) says (:mod:`slinky_harness.slurm.release`, shared
@@ -21,7 +24,9 @@ the objects and ``--existing``). Steps:
 * ``jobs``: slurmctld's scheduler places one job in every partition (``sbatch --test-only``:
   the nodes are dynamic CLOUD nodes without slurmd); on a partition whose topology is a block
   topology the job asks ``--segment`` for a base block's worth of nodes and must land inside one
-  base block.
+  base block. Each NodeSet whose nodes declare GPUs gets a job that asks for all of them
+  (``--gres=gpu:N``, the partition's other nodes excluded): it must land on the NodeSet's nodes
+  in one of the partitions that hold them (its own first).
 * ``accounting``: the host the ``Accounting`` object names must resolve (an external slurmdbd's
   ``externalConfig.host``, the database's ``storageConfig.host``; a cluster name, ``db``,
   ``db.ns.svc``, must be a Service of the cluster instead); for an in-cluster slurmdbd, a real
@@ -44,7 +49,7 @@ import json
 import os
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from slinky_harness.apps.conformance.context import Outcome, Step, StepFailed
@@ -57,7 +62,7 @@ from slinky_harness.slurm import dbd as slurmdbd
 from slinky_harness.slurm import release
 from slinky_harness.slurm import topology as slurm_topo
 from slinky_harness.slurm.check import MACHINE_LOAD_NOISE
-from slinky_harness.slurm.conf import DEFAULT_KEYS, read_files
+from slinky_harness.slurm.conf import DEFAULT_KEYS, parse_records, read_files
 from slinky_harness.slurm.ctld import (
     SlurmCommandError,
     SlurmCtld,
@@ -134,6 +139,9 @@ class Controller:
     topology_yaml: str
     version: str
     accounting: SlurmdbdRun | None = None
+    gpus: dict[str, int] = field(default_factory=dict)
+    """NodeSet -> the GPUs each of its nodes declares (its ``Gres``; NodeSets with none left
+    out)."""
 
 
 @dataclass
@@ -443,6 +451,132 @@ def _nodeset_path(ctx: Context, slurm_name: str, *parts: str) -> str:
     return ctx.target.path_of(CHART, "nodesets", slurm_name, *parts)
 
 
+# -- GPUs -------------------------------------------------------------------------------------
+
+
+def gres_gpus(gres: str) -> dict[str, int]:
+    """GPU type (``""``: untyped) -> count, of a ``Gres`` value as a node registers it or as
+    ``scontrol show node`` prints it (``gpu:h100:8(S:0-1),nic:2`` -> ``{"h100": 8}``); an item
+    without a count counts one, as in Slurm; ``(null)`` and other GRES count none."""
+    out: dict[str, int] = {}
+    for item in filter(None, re.sub(r"\([^)]*\)", "", gres).split(",")):
+        parts = item.strip().split(":")
+        if parts[0].lower() != "gpu" or len(parts) > 3:
+            continue
+        if len(parts) == 3 and not parts[2].isdigit():
+            continue  # a count that is no number: slurmctld's own findings say so
+        count = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+        kind = parts[1] if len(parts) == 3 or (len(parts) == 2 and not parts[1].isdigit()) else ""
+        out[kind] = out.get(kind, 0) + count
+    return out
+
+
+def check_gres_conf(
+    user: str, hosts: Mapping[str, str], gpus: Mapping[str, Mapping[str, int]]
+) -> str:
+    """The gres.conf the check's slurmctld reads: the values' own (``user``; the live phase
+    already left out its global ``AutoDetect`` lines, :func:`k8s.operator.without_autodetect`),
+    then lines per node that stand in for what slurmd finds on it. A real node's slurmd
+    registers the GPUs it detects or its gres.conf names; slurmctld refuses ``AutoDetect`` for a
+    node made with ``scontrol create`` and drops a GPU that has no device file. So each node
+    gets ``AutoDetect=off`` and, per GPU type its NodeSet declares, as many device files
+    (``/dev/nvidiaN``, names only: slurmctld never opens them) as it declares."""
+    lines = [user.rstrip("\n")] if user.strip() else []
+    if hosts:
+        lines.append("# conformance check: what slurmd would find on each node (not the values')")
+    for host, nodeset in hosts.items():
+        first = 0
+        declared = {kind: n for kind, n in (gpus.get(nodeset) or {}).items() if n > 0}
+        if not declared:
+            lines.append(f"NodeName={host} AutoDetect=off")
+        for kind, count in sorted(declared.items()):
+            last = first + count - 1
+            files = f"/dev/nvidia{first}" if count == 1 else f"/dev/nvidia[{first}-{last}]"
+            typed = f" Type={kind}" if kind else ""
+            lines.append(f"NodeName={host} AutoDetect=off Name=gpu{typed} File={files}")
+            first = last + 1
+    return "\n".join(lines) + "\n"
+
+
+def _gres_path(ctx: Context, nodeset: str) -> str:
+    """The values path that gives a NodeSet's nodes their ``Gres``: a ``Gres`` key of its
+    ``extraConfMap``, ``Gres=`` in its ``extraConf``, its ``gpu`` block, else the NodeSet
+    (a vendor block that targets it)."""
+    block = ctx.target.user_block(CHART)
+    entry = (block.get("nodesets") or {}).get(nodeset)
+    entry = entry if isinstance(entry, dict) else {}
+    conf_map = entry.get("extraConfMap")
+    if isinstance(conf_map, dict) and any(str(k).lower() == "gres" for k in conf_map):
+        return _nodeset_path(ctx, nodeset, "extraConfMap")
+    if re.search(r"(?<![\w.])gres\s*=", str(entry.get("extraConf") or ""), re.IGNORECASE):
+        return _nodeset_path(ctx, nodeset, "extraConf")
+    if "gpu" in entry:
+        return _nodeset_path(ctx, nodeset, "gpu")
+    return _nodeset_path(ctx, nodeset)
+
+
+def _gres_lines(log: str, hosts: Sequence[str]) -> list[str]:
+    """slurmctld's log lines about the GRES of ``hosts``."""
+    return [
+        _clean(line)
+        for line in log.splitlines()
+        if re.search(r"\bgres\b", line, re.IGNORECASE) and any(h in line for h in hosts)
+    ]
+
+
+def gpu_findings(
+    ctx: Context,
+    ctld: SlurmCtld,
+    nodes: Mapping[str, str],
+    registered: Mapping[str, Mapping[str, str]],
+) -> tuple[list[Finding], list[str]]:
+    """One finding per NodeSet whose nodes declare GPUs slurmctld does not give them
+    (``Gres=(null)``, fewer GPUs); and the log lines that explain them (no other finding
+    traces those)."""
+    findings: list[Finding] = []
+    explained: list[str] = []
+    for nodeset in sorted(set(nodes.values())):
+        declared = registered.get(nodeset, {}).get("Gres", "")
+        want = sum(gres_gpus(declared).values())
+        if not want:
+            continue
+        for host in sorted(h for h, n in nodes.items() if n == nodeset):
+            (record,) = parse_records(ctld.scontrol("show", "node", "-o", host))
+            shown = record.get("Gres", "") or "(null)"
+            if sum(gres_gpus(shown).values()) >= want:
+                continue
+            said = _gres_lines(ctld.log(), [host])
+            explained += said
+            why = f": slurmctld says: {said[0]}" if said else ""
+            types = ctx.target.path_of(CHART, "controller", "extraConfMap", "GresTypes")
+            findings.append(
+                Finding(
+                    _gres_path(ctx, nodeset),
+                    f"slurmctld shows node {host} of NodeSet {nodeset} with Gres={shown}, the "
+                    f"values declare Gres={declared} ({want} GPUs): no job gets its GPUs",
+                    f"name each GRES of Gres in slurm.conf's GresTypes, spelled as in Gres "
+                    f"(GresTypes=gpu: {types}), or declare the GPUs with "
+                    f"{_nodeset_path(ctx, nodeset, 'gpu', 'count')} (the chart then writes both)"
+                    f"{why}",
+                )
+            )
+            break
+    return findings, explained
+
+
+def _registrations(ctx: Context) -> tuple[dict[str, dict[str, str]], list[Finding]]:
+    """NodeSet -> what its pods register with (``slurmd -Z --conf``, ``Gres`` included); and a
+    finding per NodeSet whose ``extraConf`` is not ``Key=Value`` items."""
+    registered: dict[str, dict[str, str]] = {}
+    findings: list[Finding] = []
+    for name, _, doc in _nodesets(ctx):
+        try:
+            registered[name] = release.slurmd_conf(name, str(doc["spec"].get("extraConf") or ""))
+        except ValueError as exc:
+            findings.append(Finding(_nodeset_path(ctx, name, "extraConf"), str(exc), _KEY_VALUE))
+    return registered, findings
+
+
 # -- steps ------------------------------------------------------------------------------------
 
 
@@ -455,6 +589,19 @@ def load(ctx: Context) -> Outcome:
     root, version = _chroot()
     files = read_files(ctx.slurm_files)
     conf_text = files["slurm.conf"].decode("utf-8", "replace")
+    registered, findings = _registrations(ctx)
+    gpus = {name: gres_gpus(conf.get("Gres", "")) for name, conf in registered.items()}
+    topology_yaml = files.get("topology.yaml", b"").decode("utf-8", "replace")
+    placed: dict[str, int] = ctx.extra.get("placed") or {}
+    hosts = release.nodeset_hosts(
+        # a NodeSet none of whose pods were placed has no node to join
+        ((name, nodes) for name, nodes, _ in _nodesets(ctx) if nodes or name not in placed),
+        cap=NODES_PER_NODESET,
+    )
+    placement = release.default_placement(topology_yaml, hosts)
+    if "gres.conf" in files or any(sum(g.values()) for g in gpus.values()):
+        user = files.get("gres.conf", b"").decode("utf-8", "replace")
+        files = {**files, "gres.conf": check_gres_conf(user, hosts, gpus).encode()}
     workdir = ctx.work / "slurm" / "slurmctld"
     found = _objects(ctx, "Accounting")
     run = _start_slurmdbd(ctx, found[0], files, root) if found else None
@@ -466,50 +613,48 @@ def load(ctx: Context) -> Outcome:
         return Outcome(f"slurmctld {version} refuses the configuration", refused)
     except ValueError as exc:
         raise StepFailed(f"the files cannot be given to slurmctld: {exc}") from None
-    topology_yaml = files.get("topology.yaml", b"").decode("utf-8", "replace")
-    placed: dict[str, int] = ctx.extra.get("placed") or {}
-    hosts = release.nodeset_hosts(
-        # a NodeSet none of whose pods were placed has no node to join
-        ((name, nodes) for name, nodes, _ in _nodesets(ctx) if nodes or name not in placed),
-        cap=NODES_PER_NODESET,
-    )
-    placement = release.default_placement(topology_yaml, hosts)
-    findings: list[Finding] = []
-    conf: dict[str, dict[str, str]] = {}
-    for name, _, doc in _nodesets(ctx):
-        try:
-            registered = release.slurmd_conf(name, str(doc["spec"].get("extraConf") or ""))
-            # Gres: slurmd finds the devices on a GPU node; scontrol create takes no Gres here.
-            conf[name] = {k: v for k, v in registered.items() if k.lower() != "gres"}
-        except ValueError as exc:
-            findings.append(Finding(_nodeset_path(ctx, name, "extraConf"), str(exc), _KEY_VALUE))
+    joined: dict[str, str] = {}
     for host, nodeset in hosts.items():
         try:
-            release.create_hosts(ctld, {host: nodeset}, placement, conf)
+            release.create_hosts(ctld, {host: nodeset}, placement, registered)
+            joined[host] = nodeset
         except SlurmCommandError as exc:
             findings.append(
                 Finding(
                     _nodeset_source(ctx, nodeset),
                     f"slurmctld refuses node {host} of NodeSet {nodeset} "
-                    f"({' '.join(f'{k}={v}' for k, v in conf.get(nodeset, {}).items())})",
+                    f"({' '.join(f'{k}={v}' for k, v in registered.get(nodeset, {}).items())})",
                     f"correct what the NodeSet's pods register with: slurmctld says: {exc}",
                 )
             )
+    gpu_problems, explained = gpu_findings(ctx, ctld, joined, registered)
+    findings += gpu_problems
     # Errors slurmctld logged but started with: it ignored what the values asked for.
+    errors = [e for e in error_lines(ctld.log()) if _clean(e) not in explained]
     findings += [
         f
-        for f in trace(ctx, error_lines(ctld.log()), conf_text)
+        for f in trace(ctx, errors, conf_text)
         if not f.problem.endswith("the configuration the values make")
     ]
-    ctx.extra["slurm"] = Controller(ctld, hosts, placement, topology_yaml, version, run)
+    ctx.extra["slurm"] = Controller(
+        ctld, hosts, placement, topology_yaml, version, run,
+        gpus={name: sum(g.values()) for name, g in gpus.items() if sum(g.values())},
+    )  # fmt: skip
     others = sorted(n for n in files if n not in {"slurm.conf", "slurm.key", "jwt.key"})
     units = {unit for spec in placement.values() for unit in spec.split(",")}
     where = f", placed in {_count(len(units), 'unit')} of topology.yaml" if placement else ""
+    details = []
+    if "gres.conf" in files:
+        details.append(
+            "gres.conf: the values' own, then one line per node standing in for what its slurmd "
+            "finds (AutoDetect=off; a device file per GPU it declares, /dev/nvidiaN)"
+        )
     return Outcome(
         f"slurmctld {version} loads the operator's slurm.conf with "
         f"{', '.join(others) or 'no other file'}; {_count(len(hosts), 'node')} of "
         f"{_count(len(set(hosts.values())), 'NodeSet')} joined{_joined(ctx, len(hosts))}{where}",
         findings,
+        details,
     )
 
 
@@ -677,6 +822,74 @@ def land_job(ctld: SlurmCtld, partition: str, members: set[str], topology: str) 
     return Landing(args, placed.group(1), block=f"{inside[0]} of topology {topology}")
 
 
+def gpu_job(
+    ctld: SlurmCtld, partition: str, nodes: set[str], others: set[str], gpus: int
+) -> Landing:
+    """``sbatch --test-only`` of a one-node job in ``partition`` that asks for ``gpus`` GPUs
+    (``--gres=gpu:N``), the partition's ``others`` nodes excluded: it must land on ``nodes``."""
+    args: tuple[str, ...] = ("-N", "1", f"--gres=gpu:{gpus}")
+    if others:
+        args += ("--exclude", ",".join(sorted(others)))
+    result = ctld.run(
+        ctld._client("sbatch"), "--test-only", "-p", partition, *args, "--wrap", "true",
+        check=False,
+    )  # fmt: skip
+    text = (result.stdout + result.stderr).strip()
+    placed = re.search(r"on nodes (\S+)", text)
+    if result.returncode == 0 and placed and set(ctld.hostnames(placed.group(1))) <= nodes:
+        return Landing(args[:3], placed.group(1))
+    said = text.splitlines()[-1] if text else f"exit {result.returncode}"
+    return Landing(args[:3], problem=said)
+
+
+def _gpu_jobs(ctx: Context, state: Controller, got: Mapping[str, set[str]]) -> tuple[
+    list[Finding], list[str]
+]:  # fmt: skip
+    """Per NodeSet whose nodes declare GPUs: a job asking for all of them lands on its nodes."""
+    findings: list[Finding] = []
+    details: list[str] = []
+    for nodeset, gpus in sorted(state.gpus.items()):
+        nodes = {h for h, n in state.hosts.items() if n == nodeset}
+        if not nodes:
+            continue  # no pod placed: the partitions' findings say so
+        holding = sorted(p for p, members in got.items() if members & nodes)
+        if not holding:
+            findings.append(
+                Finding(
+                    _nodeset_path(ctx, nodeset, "partition"),
+                    f"NodeSet {nodeset}'s nodes ({gpus} GPUs each) are in no partition: no job "
+                    "can ask for their GPUs",
+                    f"enable {_nodeset_path(ctx, nodeset, 'partition', 'enabled')}, or list "
+                    f"{nodeset} in a partition's nodesets",
+                )
+            )
+            continue
+        # its own partition first; it is enough that one partition takes the job
+        holding.sort(key=lambda p: p != nodeset)
+        tried: list[tuple[str, Landing]] = []
+        for partition in holding:
+            tried.append(
+                (partition, gpu_job(state.ctld, partition, nodes, got[partition] - nodes, gpus))
+            )
+            if not tried[-1][1].problem:
+                break
+        partition, landing = tried[-1] if not tried[-1][1].problem else tried[0]
+        asked = f"sbatch -p {partition} {' '.join(landing.args)}"
+        if landing.problem:
+            findings.append(
+                Finding(
+                    _gres_path(ctx, nodeset),
+                    f"a job asking for the {gpus} GPUs NodeSet {nodeset} declares ({asked}) "
+                    f"lands on none of its nodes (partitions tried: {', '.join(p for p, _ in tried)})",
+                    "give the nodes GPUs slurmctld counts (GresTypes names each GRES of Gres) and "
+                    f"a partition that lets a job have them: sbatch says: {landing.problem}",
+                )
+            )
+            continue
+        details.append(f"{partition}: {asked} -> {landing.nodes} (NodeSet {nodeset}'s GPUs)")
+    return findings, details
+
+
 def default_job(ctld: SlurmCtld) -> str:
     """Why a job without ``-p`` is refused ("" when it lands): ``sbatch --test-only`` with no
     partition, as a user's first job is."""
@@ -752,6 +965,9 @@ def jobs(ctx: Context) -> Outcome:
         segmented += bool(landing.block)
         inside = f", inside block {landing.block}" if landing.block else ""
         details.append(f"{name}: sbatch {' '.join(landing.args)} -> {landing.nodes}{inside}")
+    gpu_problems, gpu_details = _gpu_jobs(ctx, state, got)
+    findings += gpu_problems
+    details += gpu_details
     no_partition = ""
     if any(got.values()):
         refused = _default_job_findings(ctx, state.ctld)
@@ -760,7 +976,8 @@ def jobs(ctx: Context) -> Outcome:
     return Outcome(
         f"{_count(len(got), 'partition')}, one job each, placed by slurmctld's scheduler "
         f"(sbatch --test-only on the NodeSets' nodes); {segmented} with --segment inside one "
-        f"block{no_partition}",
+        f"block; {_count(len(state.gpus), 'GPU NodeSet')}, one --gres=gpu:N job each"
+        f"{no_partition}",
         findings,
         details,
     )
