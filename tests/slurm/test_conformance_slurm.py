@@ -249,14 +249,21 @@ def test_each_gpu_nodeset_gets_a_job_asking_for_its_gpus(slurm_root: Path, tmp_p
     assert "--gres=gpu:8" in line and "-> gpu-" in line, jobs.details
 
 
-def test_gpus_slurmctld_does_not_count_are_a_finding(slurm_root: Path, tmp_path: Path) -> None:
-    """tests/data/conformance/broken/gres-without-grestypes.yaml (the static phase names it
-    too): the nodes join with their Gres kept, slurmctld shows them with Gres=(null), and the
-    load step says so at the values that declare the GPUs."""
-    values = REPO / "tests" / "data" / "conformance" / "broken" / "gres-without-grestypes.yaml"
-    report = run_phase(rendered_context([values], tmp_path, []))
+@pytest.mark.parametrize("case", ["gres-without-grestypes", "grestypes-wrong-case"])
+def test_gpus_slurmctld_does_not_count_are_one_finding(
+    slurm_root: Path, tmp_path: Path, case: str
+) -> None:
+    """tests/data/conformance/broken/<case>.yaml with two pods placed (as live/placement
+    places the umbrella's GPU NodeSet on a two-node fleet): the nodes join with their Gres kept,
+    slurmctld shows them with Gres=(null), and the load step says so once, at the values that
+    declare the GPUs (slurmctld's log line for each node is not a finding of its own)."""
+    values = REPO / "tests" / "data" / "conformance" / "broken" / f"{case}.yaml"
+    ctx = rendered_context([values], tmp_path, [])
+    ctx.extra["placed"] = {"gpu": 2}
+    report = run_phase(ctx)
     load = next(r for r in report.results if r.id == "slurm/load")
     assert load.status == "fail", explain(report)
+    assert "2 nodes of 1 NodeSet joined" in load.reason, explain(report)
     (finding,) = load.findings
     assert finding.path == "slurm-cluster.nodesets.gpu.extraConfMap", finding
     assert "Gres=(null)" in finding.problem and "8 GPUs" in finding.problem, finding

@@ -540,27 +540,31 @@ def gpu_findings(
         want = sum(gres_gpus(declared).values())
         if not want:
             continue
+        failing: list[tuple[str, str]] = []
         for host in sorted(h for h, n in nodes.items() if n == nodeset):
             (record,) = parse_records(ctld.scontrol("show", "node", "-o", host))
             shown = record.get("Gres", "") or "(null)"
-            if sum(gres_gpus(shown).values()) >= want:
-                continue
-            said = _gres_lines(ctld.log(), [host])
-            explained += said
-            why = f": slurmctld says: {said[0]}" if said else ""
-            types = ctx.target.path_of(CHART, "controller", "extraConfMap", "GresTypes")
-            findings.append(
-                Finding(
-                    _gres_path(ctx, nodeset),
-                    f"slurmctld shows node {host} of NodeSet {nodeset} with Gres={shown}, the "
-                    f"values declare Gres={declared} ({want} GPUs): no job gets its GPUs",
-                    f"name each GRES of Gres in slurm.conf's GresTypes, spelled as in Gres "
-                    f"(GresTypes=gpu: {types}), or declare the GPUs with "
-                    f"{_nodeset_path(ctx, nodeset, 'gpu', 'count')} (the chart then writes both)"
-                    f"{why}",
-                )
+            if sum(gres_gpus(shown).values()) < want:
+                failing.append((host, shown))
+        if not failing:
+            continue
+        said = _gres_lines(ctld.log(), [host for host, _ in failing])
+        explained += said
+        host, shown = failing[0]
+        more = f" (and {_count(len(failing) - 1, 'other node')})" if len(failing) > 1 else ""
+        why = f": slurmctld says: {said[0]}" if said else ""
+        types = ctx.target.path_of(CHART, "controller", "extraConfMap", "GresTypes")
+        findings.append(
+            Finding(
+                _gres_path(ctx, nodeset),
+                f"slurmctld shows node {host}{more} of NodeSet {nodeset} with Gres={shown}, the "
+                f"values declare Gres={declared} ({want} GPUs): no job gets its GPUs",
+                f"name each GRES of Gres in slurm.conf's GresTypes, spelled as in Gres "
+                f"(GresTypes=gpu: {types}), or declare the GPUs with "
+                f"{_nodeset_path(ctx, nodeset, 'gpu', 'count')} (the chart then writes both)"
+                f"{why}",
             )
-            break
+        )
     return findings, explained
 
 
