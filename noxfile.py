@@ -60,6 +60,8 @@ def _tools(session: nox.Session, *names: str) -> Path:
     prefix = session.run(
         "python", "-m", "slinky_harness.build.toolchain", "path", *names, silent=True
     )
+    if prefix is None:  # --install-only: nothing ran, so there is no folder to put on PATH
+        return Path()
     assert isinstance(prefix, str)
     folder = prefix.strip().splitlines()[-1]
     session.env["PATH"] = f"{folder}{os.pathsep}{os.environ['PATH']}"
@@ -156,8 +158,8 @@ def lint(session: nox.Session) -> None:
     # mypy's cache outside the clone, by mypy version: a fresh clone checks in 2 s, not 20 (mypy
     # compares each file's hash when its path or mtime changed, so a stale entry is never trusted).
     cache = session.run("python", "-c", MYPY_CACHE, silent=True)
-    assert isinstance(cache, str)
-    session.run("mypy", "--cache-dir", cache.strip())
+    if cache is not None:  # None only under --install-only, where nothing runs
+        session.run("mypy", "--cache-dir", str(cache).strip())
     _pytest(session, "tests/lint")
 
 
