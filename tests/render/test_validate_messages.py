@@ -726,6 +726,13 @@ OWN_PARTITION = {"partition": {"enabled": True}}
 """A NodeSet entry with its own partition (the chart lists no NodeSet by default)."""
 CLUSTER_ROWS = (
     Row(
+        "value-helm-yaml-cannot-carry",
+        CLUSTER,
+        {"nodesets": {"a": {"updateStrategy": {"scheduledUpdate": {"duration": "\x7f"}}}}},
+        "nodesets: a string in it holds a control character (such as U+007F, DEL) that Helm's YAML "
+        "cannot carry: remove it",
+    ),
+    Row(
         "slurm-conf-file",
         CLUSTER,
         {"configFiles": {"slurm.conf": "ClusterName=x\n"}},

@@ -53,7 +53,24 @@ Namespace of every namespaced object.
 Usage: {{ include "slurm-cluster.namespace" . }}
 */}}
 {{- define "slurm-cluster.namespace" -}}
+{{- include "slurm-cluster.carriable" . }}
 {{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /*
+Fails when a value holds a character Helm's YAML cannot carry: Helm's YAML writer refuses U+007F
+(DEL) and its kind, and toYaml then returns "" without an error, so such a string would empty the
+manifests and helpers that pass values through YAML (a nil pointer, or a field silently dropped).
+Names the top-level key. Included by the helpers every template reads first
+(`namespace`, `nodesets`, `loginsets`), so it fails before any of them.
+Usage: {{ include "slurm-cluster.carriable" . }}
+*/}}
+{{- define "slurm-cluster.carriable" -}}
+{{- range $key, $value := .Values }}
+{{- if not (toYaml (dict "value" $value)) }}
+{{- fail (printf "%s: a string in it holds a control character (such as U+007F, DEL) that Helm's YAML cannot carry: remove it" $key) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- /*

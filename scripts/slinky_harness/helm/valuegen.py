@@ -99,12 +99,47 @@ def _is_open(node: Schema) -> bool:
     return additional is True or (additional == {} and "properties" not in node)
 
 
+def go_pattern(pattern: str) -> str:
+    """``pattern`` with each ``$`` anchor as Go reads it: the very end of the text. Helm checks
+    patterns with Go's regexp, where ``$`` never matches before a trailing newline; Python's
+    ``re`` (which hypothesis-jsonschema draws from) lets ``^$`` match ``"\\n"``, a value Helm
+    refuses. ``\\Z`` is Python's end of text."""
+    out: list[str] = []
+    escaped = in_class = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            out.append("\\Z")
+            continue
+        out.append(char)
+    return "".join(out)
+
+
+def _go_patterns(node: Any) -> Any:
+    """A copy of the schema ``node`` with every ``pattern`` rewritten by :func:`go_pattern`."""
+    if isinstance(node, dict):
+        return {
+            k: go_pattern(v) if k == "pattern" and isinstance(v, str) else _go_patterns(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_go_patterns(v) for v in node]
+    return node
+
+
 def _leaf(root: Schema, node: Schema) -> st.SearchStrategy[Any]:
     leaf = {k: v for k, v in node.items() if k not in {"description", "title", "examples"}}
     if "definitions" in root:
         leaf["definitions"] = root["definitions"]
     leaf["$schema"] = "http://json-schema.org/draft-07/schema#"
-    return from_schema(leaf)
+    return from_schema(_go_patterns(leaf))
 
 
 def strategy(

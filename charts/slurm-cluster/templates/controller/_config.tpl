@@ -95,6 +95,7 @@ vendor.google.a3mega settings of the NodeSets it targets.
 Usage: {{ $nodesets := include "slurm-cluster.nodesets" . | fromYaml }}
 */}}
 {{- define "slurm-cluster.nodesets" -}}
+{{- include "slurm-cluster.carriable" . }}
 {{- $out := dict }}
 {{- range $name, $entry := (.Values.nodesets | default dict) }}
 {{- $ns := mergeOverwrite (dict) (deepCopy $.Values.nodesetDefaults) (deepCopy ($entry | default dict)) }}
@@ -115,6 +116,7 @@ LoginSets merged over loginsetDefaults, as YAML (enabled ones only).
 Usage: {{ $loginsets := include "slurm-cluster.loginsets" . | fromYaml }}
 */}}
 {{- define "slurm-cluster.loginsets" -}}
+{{- include "slurm-cluster.carriable" . }}
 {{- $out := dict }}
 {{- range $name, $entry := (.Values.loginsets | default dict) }}
 {{- $ls := mergeOverwrite (dict) (deepCopy $.Values.loginsetDefaults) (deepCopy ($entry | default dict)) }}
