@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 from junitparser import JUnitXml
 from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
 
@@ -136,3 +137,39 @@ def test_the_schema_verdict_is_helms(
     if path is not None:
         assert [f.path for f in result.findings] == [path], result.findings
         assert all(f.fix for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    ("spec", "warned"),
+    [
+        pytest.param({"type": "LoadBalancer"}, True, id="open"),
+        pytest.param(
+            {"type": "LoadBalancer", "loadBalancerSourceRanges": ["0.0.0.0/0"]},
+            True,
+            id="every-address",
+        ),
+        pytest.param(
+            {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/8"]}, False, id="ranged"
+        ),
+        pytest.param({"type": "ClusterIP"}, False, id="cluster-ip"),
+    ],
+)
+def test_a_login_service_open_to_any_network_is_warned_of(
+    spec: dict[str, object], warned: bool, tmp_path: Path
+) -> None:
+    """A LoginSet's sshd on a LoadBalancer with no source range passes with a warning that names
+    the values path and the fix; a ranged or ClusterIP Service draws none."""
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        yaml.safe_dump({"loginsets": {"login": {"enabled": True, "service": {"spec": spec}}}})
+    )
+    report = _run([values], tmp_path, chart="slurm-cluster", given=[])
+    result = next(r for r in report.results if r.id == "static/exposure")
+    assert result.status == "pass", result.reason
+    warnings = [d for d in result.details if d.startswith("warning:")]
+    if not warned:
+        assert warnings == []
+        return
+    assert len(warnings) == 1, warnings
+    assert "loginsets.login.service.spec.type" in warnings[0]
+    assert "loadBalancerSourceRanges" in warnings[0]

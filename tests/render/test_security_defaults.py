@@ -17,6 +17,7 @@ import pytest
 from slinky_harness.helm import charts, umbrella
 from slinky_harness.helm import client as helm
 from slinky_harness.helm.values import merge
+from slinky_harness.k8s import manifests
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
@@ -27,15 +28,12 @@ Doc = dict[str, Any]
 
 
 def open_login_services(docs: list[Doc]) -> list[str]:
-    """The LoginSets whose Service is a LoadBalancer that names no source range."""
-    found = []
-    for doc in docs:
-        if doc.get("kind") != "LoginSet":
-            continue
-        spec = ((doc.get("spec") or {}).get("service") or {}).get("spec") or {}
-        if spec.get("type") == "LoadBalancer" and not spec.get("loadBalancerSourceRanges"):
-            found.append(str(doc["metadata"]["name"]))
-    return found
+    """The LoginSets whose Service is a LoadBalancer any network may reach."""
+    return [
+        str(doc["metadata"]["name"])
+        for doc, _ in manifests.open_load_balancers(docs)
+        if doc.get("kind") == "LoginSet"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -71,6 +69,32 @@ def test_the_check_sees_an_open_load_balancer() -> None:
         },
     )
     assert open_login_services(helm.template(CHART.path, ranged).docs) == []
+    everyone = merge(
+        login,
+        {
+            "loginsets": {
+                "login": {"service": {"spec": {"loadBalancerSourceRanges": ["0.0.0.0/0"]}}}
+            }
+        },
+    )
+    assert len(open_login_services(helm.template(CHART.path, everyone).docs)) == 1
+    internal = merge(
+        login,
+        {
+            "loginsets": {
+                "login": {
+                    "service": {
+                        "metadata": {
+                            "annotations": {"networking.gke.io/load-balancer-type": "Internal"}
+                        }
+                    }
+                }
+            }
+        },
+    )
+    rendered = helm.template(CHART.path, internal)
+    assert rendered.ok, rendered.describe()
+    assert open_login_services(rendered.docs) == []
 
 
 def test_helm_test_pod_mounts_no_service_account_token() -> None:

@@ -365,3 +365,41 @@ def all_invariants(
     if registry is not None:
         problems += check_images(docs, registry)
     return problems
+
+
+# Annotations that make a cloud's load balancer internal (no public address).
+INTERNAL_LOAD_BALANCER = {
+    "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+    "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+    "networking.gke.io/load-balancer-type": "internal",
+    "cloud.google.com/load-balancer-type": "internal",
+    "service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+    "service.beta.kubernetes.io/oci-load-balancer-internal": "true",
+}
+EVERY_ADDRESS = {"0.0.0.0/0", "::/0"}
+
+
+def _internal(doc: Doc) -> bool:
+    """Whether any annotation map in ``doc`` asks its cloud for an internal load balancer."""
+    for path, value in walk(doc):
+        if path.endswith(".annotations") and isinstance(value, dict):
+            for key, wanted in INTERNAL_LOAD_BALANCER.items():
+                if str(value.get(key, "")).lower() == wanted:
+                    return True
+    return False
+
+
+def open_load_balancers(docs: Iterable[Doc]) -> list[tuple[Doc, str]]:
+    """(object, json-path) of every Service spec of type LoadBalancer that any network may reach:
+    Services, and the Service specs Slinky objects carry (a LoginSet's sshd, a RestApi's
+    slurmrestd), with no ``loadBalancerSourceRanges`` (or a range of every address) and no
+    internal-load-balancer annotation in the object."""
+    found = []
+    for doc in docs:
+        for path, value in walk(doc):
+            if not isinstance(value, dict) or value.get("type") != "LoadBalancer":
+                continue
+            ranges = set(value.get("loadBalancerSourceRanges") or [])
+            if (not ranges or ranges & EVERY_ADDRESS) and not _internal(doc):
+                found.append((doc, path))
+    return found

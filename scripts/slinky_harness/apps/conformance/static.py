@@ -848,6 +848,30 @@ def check_pod_security(ctx: Context) -> Outcome:
 _RBAC_KEYS = re.compile(r"rules|verbs|resources|apiGroups")
 
 
+def exposure_warnings(target: Target, docs: Sequence[dict[str, Any]]) -> list[str]:
+    """A warning for each LoadBalancer Service spec any network may reach (see
+    :func:`manifests.open_load_balancers`): a login Service opens sshd to the internet. A warning,
+    not a finding: some sites mean it; the API server accepts it."""
+    warnings = []
+    for doc, path in manifests.open_load_balancers(docs):
+        hint = "loginsets" if doc.get("kind") == "LoginSet" else ""
+        where = _first_path(target, "LoadBalancer", hint) or f"{manifests.ident(doc)}{path}"
+        warnings.append(
+            f"warning: {where}: {manifests.ident(doc)}{path} is a LoadBalancer that any network "
+            "can reach (no loadBalancerSourceRanges, no internal-load-balancer annotation): list "
+            "the networks that may connect in its spec.loadBalancerSourceRanges, ask your cloud "
+            "for an internal load balancer, or use type ClusterIP"
+        )
+    return warnings
+
+
+def check_exposure(ctx: Context) -> Outcome:
+    warnings = exposure_warnings(ctx.target, ctx.rendered)
+    if warnings:
+        return Outcome(f"{len(warnings)} Service(s) open to any network (warning)", [], warnings)
+    return Outcome("no LoadBalancer Service is open to any network")
+
+
 def check_rbac(ctx: Context) -> Outcome:
     grants, notes = rbac.grants(ctx.rendered, ctx.target.namespace)
     by_account: dict[str, list[rbac.Grant]] = defaultdict(list)
@@ -1050,6 +1074,7 @@ def _steps() -> Iterator[Step]:
     yield Step(PHASE, "slurm-conf", _wrap(check_slurm_conf), (render,))
     yield Step(PHASE, "invariants", _wrap(check_invariants), (render,))
     yield Step(PHASE, "pod-security", _wrap(check_pod_security), (render,))
+    yield Step(PHASE, "exposure", _wrap(check_exposure), (render,))
     yield Step(PHASE, "rbac", _wrap(check_rbac), (render,))
     yield Step(PHASE, "references", _wrap(check_references))
 
