@@ -729,8 +729,8 @@ CLUSTER_ROWS = (
         "value-helm-yaml-cannot-carry",
         CLUSTER,
         {"nodesets": {"a": {"updateStrategy": {"scheduledUpdate": {"duration": "\x7f"}}}}},
-        "nodesets: a string in it holds a control character (such as U+007F, DEL) that Helm's YAML "
-        "cannot carry: remove it",
+        "nodesets.a.updateStrategy.scheduledUpdate.duration holds a control character (such as "
+        "U+007F, DEL) that Helm's YAML cannot carry: remove it",
     ),
     Row(
         "slurm-conf-file",

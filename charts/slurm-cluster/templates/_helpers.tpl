@@ -61,16 +61,42 @@ Usage: {{ include "slurm-cluster.namespace" . }}
 Fails when a value holds a character Helm's YAML cannot carry: Helm's YAML writer refuses U+007F
 (DEL) and its kind, and toYaml then returns "" without an error, so such a string would empty the
 manifests and helpers that pass values through YAML (a nil pointer, or a field silently dropped).
-Names the top-level key. Included by the helpers every template reads first
-(`namespace`, `nodesets`, `loginsets`), so it fails before any of them.
+Each top-level key is tried whole (cheap); only a failing one is searched for the value's path.
+Included by the helpers every template reads first (`namespace`, `nodesets`, `loginsets`), so it
+fails before any of them.
 Usage: {{ include "slurm-cluster.carriable" . }}
 */}}
 {{- define "slurm-cluster.carriable" -}}
 {{- range $key, $value := .Values }}
 {{- if not (toYaml (dict "value" $value)) }}
-{{- fail (printf "%s: a string in it holds a control character (such as U+007F, DEL) that Helm's YAML cannot carry: remove it" $key) }}
+{{- $where := include "slurm-cluster.uncarriablePath" (dict "path" $key "value" $value) | default $key }}
+{{- fail (printf "%s holds a control character (such as U+007F, DEL) that Helm's YAML cannot carry: remove it" $where) }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{- /*
+The values path of the first value under .value (at .path) that Helm's YAML cannot carry.
+Usage: {{ include "slurm-cluster.uncarriablePath" (dict "path" "nodesets" "value" $value) }}
+*/}}
+{{- define "slurm-cluster.uncarriablePath" -}}
+{{- $found := "" }}
+{{- if kindIs "map" .value }}
+{{- range $k, $v := .value }}
+{{- if and (not $found) (not (toYaml (dict "value" $v))) }}
+{{- $found = include "slurm-cluster.uncarriablePath" (dict "path" (printf "%s.%s" $.path $k) "value" $v) }}
+{{- end }}
+{{- end }}
+{{- else if kindIs "slice" .value }}
+{{- range $i, $v := .value }}
+{{- if and (not $found) (not (toYaml (dict "value" $v))) }}
+{{- $found = include "slurm-cluster.uncarriablePath" (dict "path" (printf "%s[%d]" $.path $i) "value" $v) }}
+{{- end }}
+{{- end }}
+{{- else }}
+{{- $found = .path }}
+{{- end }}
+{{- $found }}
 {{- end }}
 
 {{- /*
