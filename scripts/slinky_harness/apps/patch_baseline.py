@@ -30,6 +30,8 @@ from urllib.parse import quote, urlsplit
 
 import yaml
 
+from slinky_harness.core.errors import HarnessError
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -38,7 +40,7 @@ __all__ = ["ApiTarget", "main", "read_target", "send_writes"]
 MERGE_PATCH = "application/merge-patch+json"
 
 
-class WriteRefused(Exception):
+class WriteRefused(HarnessError):
     """The API server answered a write with an error status."""
 
 

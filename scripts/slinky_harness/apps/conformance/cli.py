@@ -21,6 +21,7 @@ from slinky_harness.apps.conformance import live, slurm, static
 from slinky_harness.apps.conformance.context import Context, run_steps, say
 from slinky_harness.apps.conformance.report import PHASES, render_text, write_junit
 from slinky_harness.apps.conformance.target import TargetError, load_manifests, resolve
+from slinky_harness.core.errors import HarnessError
 from slinky_harness.k8s import fleet as k8s_fleet
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_topology.errors import TopologyError
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-class UsageError(Exception):
+class UsageError(HarnessError):
     """An input the run cannot use; the message is the one line printed."""
 
 
