@@ -177,9 +177,10 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         assert ctld.job(job).get("JobState") == "PENDING", "slurmctld forgot the held job"
         assert "moved-0" in ctld.sinfo("-h", "-N", "-o", "%N"), "slurmctld forgot the node"
         # A job without -p after the move: slurmctld finds the default partition and places it.
-        placed = ctld.run(ctld._client("sbatch"), "--test-only", "--wrap", "true", check=False)
-        assert "in partition all" in placed.stdout + placed.stderr, placed.output
-        assert "moved-0" in placed.stdout + placed.stderr, placed.output
+        placed = ctld.test_only()
+        assert placed.ok, placed.text
+        assert "in partition all" in placed.text, placed.text
+        assert "moved-0" in placed.nodes, placed.text
 
 
 def _has_partition(config: dict[str, Any]) -> bool:

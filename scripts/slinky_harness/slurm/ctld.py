@@ -116,6 +116,25 @@ class CommandResult:
         return self.returncode == 0 and not re.search(r"\berror\b", self.stderr, re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class WouldStart:
+    """What ``sbatch --test-only`` says of a job: the nodes it would start on ("" when none)."""
+
+    nodes: str
+    text: str
+    """sbatch's whole answer (it writes the placement to stderr)."""
+    returncode: int
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and bool(self.nodes)
+
+    @property
+    def said(self) -> str:
+        """sbatch's last line, or its exit status when it said nothing."""
+        return self.text.splitlines()[-1] if self.text else f"exit {self.returncode}"
+
+
 class SlurmCtld:
     """A running slurmctld in the chroot (made by :func:`slurmctld`; valid inside the ``with``)."""
 
@@ -335,6 +354,16 @@ class SlurmCtld:
         """
         job_id = self.submit(*sbatch_args, user=user)
         return self.wait_job(job_id, ENDED_STATES, timeout=timeout)
+
+    def test_only(self, *sbatch_args: str) -> WouldStart:
+        """``sbatch --test-only <args> --wrap true``: where slurmctld would start the job, without
+        submitting it."""
+        result = self.run(
+            self._client("sbatch"), "--test-only", *sbatch_args, "--wrap", "true", check=False
+        )
+        text = (result.stdout + result.stderr).strip()
+        placed = re.search(r"on nodes (\S+)", text)
+        return WouldStart(placed.group(1) if placed else "", text, result.returncode)
 
     def submit(self, *sbatch_args: str, user: str | None = None) -> str:
         """``sbatch --parsable -o /dev/null <args>`` (as ``user``); returns the job id."""

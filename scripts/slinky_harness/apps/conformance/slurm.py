@@ -796,34 +796,28 @@ def land_job(ctld: SlurmCtld, partition: str, members: set[str], topology: str) 
     if blocks:
         size = max(len(nodes & members) for nodes in blocks.values()) or 1
         args = ("-N", str(size), f"--segment={size}")
-    result = ctld.run(
-        ctld._client("sbatch"), "--test-only", "-p", partition, *args, "--wrap", "true",
-        check=False,
-    )  # fmt: skip
-    text = (result.stdout + result.stderr).strip()
-    placed = re.search(r"on nodes (\S+)", text)
-    if result.returncode != 0 or not placed:
-        said = text.splitlines()[-1] if text else f"exit {result.returncode}"
+    placed = ctld.test_only("-p", partition, *args)
+    if not placed.ok:
         return Landing(
             args,
             problem=f"a job ({' '.join(args)}) does not land in partition {partition}",
             where="config",
-            fix=f"correct the partition's limits: sbatch says: {said}",
+            fix=f"correct the partition's limits: sbatch says: {placed.said}",
         )
     if not blocks:
-        return Landing(args, placed.group(1))
-    nodes = set(ctld.hostnames(placed.group(1)))
+        return Landing(args, placed.nodes)
+    nodes = set(ctld.hostnames(placed.nodes))
     inside = sorted(b for b, held in blocks.items() if nodes <= held)
     if not inside:
         return Landing(
             args,
-            placed.group(1),
+            placed.nodes,
             problem=f"a {' '.join(args)} job in partition {partition} spans blocks "
-            f"({placed.group(1)}) of topology {topology}",
+            f"({placed.nodes}) of topology {topology}",
             where="topology",
             fix="give the partition a block topology whose base blocks hold its nodes",
         )
-    return Landing(args, placed.group(1), block=f"{inside[0]} of topology {topology}")
+    return Landing(args, placed.nodes, block=f"{inside[0]} of topology {topology}")
 
 
 def gpu_job(
@@ -834,16 +828,10 @@ def gpu_job(
     args: tuple[str, ...] = ("-N", "1", f"--gres=gpu:{gpus}")
     if others:
         args += ("--exclude", ",".join(sorted(others)))
-    result = ctld.run(
-        ctld._client("sbatch"), "--test-only", "-p", partition, *args, "--wrap", "true",
-        check=False,
-    )  # fmt: skip
-    text = (result.stdout + result.stderr).strip()
-    placed = re.search(r"on nodes (\S+)", text)
-    if result.returncode == 0 and placed and set(ctld.hostnames(placed.group(1))) <= nodes:
-        return Landing(args[:3], placed.group(1))
-    said = text.splitlines()[-1] if text else f"exit {result.returncode}"
-    return Landing(args[:3], problem=said)
+    placed = ctld.test_only("-p", partition, *args)
+    if placed.ok and set(ctld.hostnames(placed.nodes)) <= nodes:
+        return Landing(args[:3], placed.nodes)
+    return Landing(args[:3], problem=placed.said)
 
 
 def _gpu_jobs(ctx: Context, state: Controller, got: Mapping[str, set[str]]) -> tuple[
@@ -897,13 +885,8 @@ def _gpu_jobs(ctx: Context, state: Controller, got: Mapping[str, set[str]]) -> t
 def default_job(ctld: SlurmCtld) -> str:
     """Why a job without ``-p`` is refused ("" when it lands): ``sbatch --test-only`` with no
     partition, as a user's first job is."""
-    result = ctld.run(
-        ctld._client("sbatch"), "--test-only", "-N", "1", "--wrap", "true", check=False
-    )  # fmt: skip
-    text = (result.stdout + result.stderr).strip()
-    if result.returncode == 0 and "on nodes" in text:
-        return ""
-    return text.splitlines()[-1] if text else f"exit {result.returncode}"
+    placed = ctld.test_only("-N", "1")
+    return "" if placed.ok else placed.said
 
 
 def _default_job_findings(ctx: Context, ctld: SlurmCtld) -> list[Finding]:
