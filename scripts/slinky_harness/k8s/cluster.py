@@ -149,6 +149,27 @@ def _single_instance_args(extra_args: Sequence[str]) -> list[str]:
     ]
 
 
+def kwokctl_order(args: Sequence[str]) -> list[str]:
+    """``args`` with each component's first ``--extra-args=<component>=...`` before any second one.
+
+    kwokctl v0.8.0 files a component's later ``--extra-args`` under the position of its first one
+    among all ``--extra-args`` (``mutationComponentPatches``), not under its position among the
+    components: once a component has repeated, the next new component's repeat indexes past the
+    end and kwokctl panics ("index out of range"). With every first occurrence ahead of every
+    repeat, the two positions agree. Other arguments keep their place and order.
+    """
+    extra = [a for a in args if a.startswith("--extra-args=")]
+    seen: set[str] = set()
+    firsts: list[str] = []
+    repeats: list[str] = []
+    for arg in extra:
+        component = arg.removeprefix("--extra-args=").split("=", 1)[0]
+        (repeats if component in seen else firsts).append(arg)
+        seen.add(component)
+    ordered = iter(firsts + repeats)
+    return [next(ordered) if a.startswith("--extra-args=") else a for a in args]
+
+
 class Cluster:
     """A running kwok cluster; build one with ``Cluster.start``."""
 
@@ -399,9 +420,7 @@ class Cluster:
             "cluster",
             f"--kubeconfig={self.kubeconfig}",
             f"--timeout={int(timeout)}s",
-            *_single_instance_args(extra_args),
-            *_node_args(),
-            *extra_args,
+            *kwokctl_order([*_single_instance_args(extra_args), *_node_args(), *extra_args]),
             timeout=timeout,
             log=self.workdir / "kwokctl.log",
         )
