@@ -58,6 +58,10 @@ NAMESPACE = "gpu-topology"
 RELEASE = "gtl"
 CONFIGMAP = "slurm-topology"
 SPEC = "topology.slinky.slurm.net/spec"
+CATCH_ALL_SPEC = "fabric:no-topology"
+"""The annotation of a node with no leaf switch (the fleet's CPU service nodes, a tray that lost
+its fabric labels): the tree topology ``fabric`` holds it under its catch-all switch, so Slurm
+can still run multi-node jobs on it (issue 30 item 6)."""
 OWNED_PREFIX = "topology.slinky.slurm.net/"
 LEAF = "fabric.slinky.dev/leaf"
 SPINE = "fabric.slinky.dev/spine"

@@ -30,7 +30,9 @@ def test_keep_leaves_the_control_plane_running_and_says_how_to_stop_it(
         "-f", str(REPO / "values" / "kind.yaml"), "--phases", "live", "--keep", "--out", str(work),
     ])  # fmt: skip
     out = capsys.readouterr().out
-    assert status == 1, out  # the static and slurm phases were left out: skipped, not passed
+    # the static and slurm phases were left out: 'not run', neither passed nor failed (issue 29)
+    assert status == 0, out
+    assert "not a full conformance check" in out, out
     assert "FAIL" not in out, out
     kubeconfig = re.search(r"export KUBECONFIG=(\S+)", out)
     stop = re.search(r"stop it: (.+)$", out, re.M)

@@ -20,7 +20,13 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from tests.cluster import labeler_cluster_support as support
-from tests.cluster.labeler_cluster_support import CONFIGMAP, NAMESPACE, SPEC, LabelerLab
+from tests.cluster.labeler_cluster_support import (
+    CATCH_ALL_SPEC,
+    CONFIGMAP,
+    NAMESPACE,
+    SPEC,
+    LabelerLab,
+)
 
 from slinky_harness.build import image
 from slinky_harness.build.podman import Podman
@@ -232,13 +238,17 @@ def test_a_once_pass_in_the_container_labels_the_fleet_under_the_charts_service_
     gpu = {str(n["metadata"]["name"]) for n in support.gpu_nodes(lab.fleet)}
     assert [w for w in writes if not w.ok] == []
     assert {w.credential for w in lab.all_writes()} == {accounts.token_credential(token)}
-    assert sorted(w.name for w in writes if w.resource == "nodes") == sorted(gpu)
+    leafless = set(lab.nodes()) - gpu  # CPU service nodes: under the catch-all switch
+    assert sorted(w.name for w in writes if w.resource == "nodes") == sorted(gpu | leafless)
     assert [(w.resource, w.verb, w.name) for w in writes if w.resource != "nodes"] == [
         ("configmaps", "create", CONFIGMAP)
     ]
     assert done[-1]["writes"] == len(writes)
     nodes = lab.nodes()
     assert all((nodes[n]["metadata"].get("annotations") or {}).get(SPEC) for n in gpu)
+    assert {(nodes[n]["metadata"].get("annotations") or {}).get(SPEC) for n in leafless} == {
+        CATCH_ALL_SPEC
+    }
     topologies = yaml.safe_load(lab.configmap()["data"]["topology.yaml"])
     assert [t["topology"] for t in topologies] == ["fabric", "nvlink"]
     _report(

@@ -25,6 +25,7 @@ import yaml
 from tests.cluster import charts_support
 from tests.cluster import labeler_cluster_support as support
 from tests.cluster.labeler_cluster_support import (
+    CATCH_ALL_SPEC,
     CLIQUE,
     CONFIGMAP,
     CORE,
@@ -179,7 +180,11 @@ def test_first_pass_labels_every_gpu_node_and_publishes_the_configmap(
     writes = lab.settled_writes()
     assert [w for w in writes if not w.ok] == []
     node_writes = [w for w in writes if w.resource == "nodes"]
-    assert sorted(w.name for w in node_writes) == sorted(gpu), "one patch per GPU node, no other"
+    leafless = sorted(set(lab.nodes()) - set(gpu))
+    assert leafless, "the fleet has nodes without switch labels (its CPU service nodes)"
+    assert sorted(w.name for w in node_writes) == sorted([*gpu, *leafless]), (
+        "one patch per node: GPU nodes under their switches, the rest under the catch-all"
+    )
     assert {(w.verb, w.subresource) for w in node_writes} == {("patch", "")}
     assert _summary([w for w in writes if w.resource != "nodes"]) == [
         ("configmaps", "create", CONFIGMAP)
@@ -201,7 +206,7 @@ def test_first_pass_labels_every_gpu_node_and_publishes_the_configmap(
         assert owned[DOMAIN] == expected_block(labels)
         assert owned[PARTITION] == labels[CLIQUE].rpartition(".")[2]
     for name in set(nodes) - set(gpu):
-        assert _owned(nodes[name]) == {}, f"{name} is in no fabric and gets no keys"
+        assert _owned(nodes[name]) == {SPEC: CATCH_ALL_SPEC}, f"{name} has no leaf switch"
 
     cm = lab.configmap()
     assert cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpu-topology-labeler"
@@ -213,8 +218,9 @@ def test_slurmctld_accepts_every_annotation_and_places_nodes_by_their_labels(
     lab: LabelerLab, gpu: dict[str, dict[str, str]], ctld: SlurmCtld
 ) -> None:
     assert ctld.info.slurm_version.startswith("26.05"), ctld.info.slurm_version
-    specs = {n: s for n, s in _annotations(lab).items() if n in gpu}
-    assert len(specs) == len(gpu) == 1008
+    specs = {n: s for n, s in _annotations(lab).items() if s}
+    leafless = set(specs) - set(gpu)
+    assert set(gpu) <= set(specs) and len(gpu) == 1008 and leafless
     started = time.monotonic()
     code, err = support.scontrol_batch(
         ctld, [f"create NodeName={n} CPUs=1 State=CLOUD" for n in sorted(specs)]
@@ -235,7 +241,8 @@ def test_slurmctld_accepts_every_annotation_and_places_nodes_by_their_labels(
     for block, trays in racks.items():
         assert blocks[block] == trays, f"NVL72 rack {block} is one block of its 18 trays"
     leaves = {s for s, v in switches.items() if not v.switches}
-    assert {labels[LEAF] for labels in gpu.values()} == leaves
+    assert {labels[LEAF] for labels in gpu.values()} | {"no-topology"} == leaves
+    assert leafless <= switches["no-topology"].nodes, "nodes without a leaf stay in the tree"
 
 
 def test_second_pass_writes_nothing(lab: LabelerLab) -> None:
@@ -280,7 +287,7 @@ def test_added_and_removed_nodes_are_the_only_writes(
     leader, _ = replicas
     before = lab.settled_writes()
     # rack su4-r14 arrives (a new NVL72 domain under su4's spine), rack su3-r13 is removed,
-    # and one tray of su1-r05 loses its fabric labels (it leaves the fabric)
+    # and one tray of su1-r05 loses its fabric labels (it moves under the catch-all switch)
     new_rack = []
     for manifest in lab.fleet.nodes():
         if manifest["metadata"]["name"].startswith("gb-su4-r13-"):
@@ -306,11 +313,13 @@ def test_added_and_removed_nodes_are_the_only_writes(
         nodes = lab.nodes()
         return (
             all(_owned(nodes[n]).get(SPEC) for n in added)
-            and not _owned(nodes[leaving])
+            and _owned(nodes[leaving]) == {SPEC: CATCH_ALL_SPEC}
             and not set(removed) & set(nodes)
         )
 
-    wait_for(done, timeout=60, what="the new rack annotated and the leaving tray cleared")
+    wait_for(
+        done, timeout=60, what="the new rack annotated and the leaving tray under the catch-all"
+    )
     new = lab.settled_writes()[len(before) :]
     assert [w for w in new if not w.ok] == []
     assert sorted(w.name for w in new if w.resource == "nodes") == sorted({*added, leaving})
