@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import yaml
+from tests.slurm.fabric_support import fabric_nodes, generate
 
 from slinky_harness.slurm.check import check_load
 from slinky_harness.slurm.conf import parse_records
@@ -30,7 +31,6 @@ from slinky_harness.slurm.topology import (
     parse_topology_conf,
     parse_topology_yaml,
 )
-from slinky_topology import cli
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -81,19 +81,6 @@ spec:
 """Every node of partition ``gpu`` is absent (its rack drained out of Kubernetes)."""
 
 
-def _generate(tmp_path: Path, fabric_text: str, *args: str) -> str:
-    fabric = tmp_path / "fabric.yaml"
-    fabric.write_text(fabric_text)
-    out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
-    assert cli.main(["generate", "--fabric", str(fabric), *args, "-o", str(out)]) == 0, args
-    return out.read_text()
-
-
-def _all_nodes(fabric_text: str) -> list[str]:
-    spec = yaml.safe_load(fabric_text)["spec"]
-    return [n for entry in spec["nodes"] for n in expand(entry["name"])]
-
-
 def _slurm_conf(nodes: list[str], *extra: str) -> str:
     lines = [f"NodeName={n} CPUs=1 State=CLOUD" for n in nodes]
     return "\n".join([*lines, *extra]) + "\n"
@@ -102,9 +89,9 @@ def _slurm_conf(nodes: list[str], *extra: str) -> str:
 def test_split_domain_blocks_load_and_hold_a_base_block_job(
     start_ctld: CtldFactory, slurm_root: Path, tmp_path: Path
 ) -> None:
-    nodes = _all_nodes(SPLIT_FABRIC)
+    nodes = fabric_nodes(SPLIT_FABRIC)
     big = expand("gpu[01-08]")
-    text = _generate(tmp_path, SPLIT_FABRIC, "--shape", "static")
+    text = generate(tmp_path, SPLIT_FABRIC, "--shape", "static")
     (nvl,) = [t for t in parse_topology_yaml(text) if t.name == "nvl"]
     model = nvl.model
     assert isinstance(model, BlockTopology)
@@ -115,7 +102,7 @@ def test_split_domain_blocks_load_and_hold_a_base_block_job(
     assert all(len(members) <= BASE for members in model.blocks.values())
     assert (2 * BASE, set(big)) in model.aggregated(), "the domain is one aggregated block"
 
-    conf = _generate(tmp_path, SPLIT_FABRIC, "--shape", "static", "--format", "topology.conf-block")
+    conf = generate(tmp_path, SPLIT_FABRIC, "--shape", "static", "--format", "topology.conf-block")
     conf_model = parse_topology_conf(conf)
     assert isinstance(conf_model, BlockTopology)
     plain = _slurm_conf(nodes, "PartitionName=all Nodes=ALL Default=YES")
@@ -149,7 +136,7 @@ def test_split_domain_blocks_load_and_hold_a_base_block_job(
 def test_empty_partition_topology_loads_as_flat(
     start_ctld: CtldFactory, slurm_root: Path, tmp_path: Path, shape: str
 ) -> None:
-    text = _generate(tmp_path, DEGRADED_FABRIC, "--shape", shape)
+    text = generate(tmp_path, DEGRADED_FABRIC, "--shape", shape)
     named = {t.name: t for t in parse_topology_yaml(text)}
     assert list(named) == ["fabric", "gpu-tree", "gpu-nvl"]
     assert named["gpu-tree"].model is None and named["gpu-nvl"].model is None, "flat entries"
@@ -159,7 +146,7 @@ def test_empty_partition_topology_loads_as_flat(
     assert isinstance(fabric, TreeTopology)
 
     conf = _slurm_conf(
-        _all_nodes(DEGRADED_FABRIC),
+        fabric_nodes(DEGRADED_FABRIC),
         "PartitionName=cpu Nodes=cpu[1-2] Default=YES Topology=fabric",
         "PartitionName=gpu Nodes=gpu[01-04] Topology=gpu-nvl",
         "PartitionName=gpu2 Nodes=gpu[01-04] Topology=gpu-tree",

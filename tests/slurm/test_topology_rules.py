@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-import yaml
+from tests.slurm.fabric_support import fabric_nodes, generate
 
 from slinky_harness.build.slurm_chroot import chroot_info
 from slinky_harness.slurm.check import check_load
@@ -60,30 +60,16 @@ spec:
 """Two nodes (``loose1``, ``loose2``) have no leaf switch."""
 
 
-def _generate(tmp_path: Path, fabric_text: str, *args: str) -> str:
-    fabric = tmp_path / "fabric.yaml"
-    fabric.write_text(fabric_text)
-    out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
-    assert cli.main(["generate", "--fabric", str(fabric), *args, "-o", str(out)]) == 0, args
-    return out.read_text()
-
-
-def _nodes(fabric_text: str, *, leaf: bool | None = None) -> list[str]:
-    """Node names of the fabric; ``leaf`` True/False: only those with / without a leaf switch."""
-    entries = yaml.safe_load(fabric_text)["spec"]["nodes"]
-    return [n for e in entries if leaf is None or ("leaf" in e) == leaf for n in expand(e["name"])]
-
-
 @pytest.mark.parametrize("fmt", ["topology.yaml", "topology.conf-tree"])
 def test_nodes_without_a_leaf_switch_run_multi_node_jobs(
     slurm_root: Path, tmp_path: Path, fmt: str
 ) -> None:
     if not chroot_info(slurm_root).emulator:
         pytest.skip("Debian sid has no slurm-wlm-emulator at the moment")
-    loose = _nodes(UNPLACED_FABRIC, leaf=False)
-    placed = _nodes(UNPLACED_FABRIC, leaf=True)
+    loose = fabric_nodes(UNPLACED_FABRIC, leaf=False)
+    placed = fabric_nodes(UNPLACED_FABRIC, leaf=True)
     nodes = placed + loose
-    text = _generate(tmp_path, UNPLACED_FABRIC, "--shape", "static", "--format", fmt)
+    text = generate(tmp_path, UNPLACED_FABRIC, "--shape", "static", "--format", fmt)
     conf = fmt != "topology.yaml"
     slurm_conf = (
         ("TopologyPlugin=topology/tree\n" if conf else "")
@@ -115,8 +101,8 @@ def test_dynamic_nodes_without_a_leaf_join_the_catch_all_switch(
     start_ctld: CtldFactory, tmp_path: Path
 ) -> None:
     """The skeleton lists the catch-all switch; the annotations put the nodes under it."""
-    loose = _nodes(UNPLACED_FABRIC, leaf=False)
-    skeleton = _generate(tmp_path, UNPLACED_FABRIC, "--shape", "dynamic")
+    loose = fabric_nodes(UNPLACED_FABRIC, leaf=False)
+    skeleton = generate(tmp_path, UNPLACED_FABRIC, "--shape", "dynamic")
     fabric = tmp_path / "fabric.yaml"
     annotations = tmp_path / "annotations.json"
     assert cli.main(["annotations", "--fabric", str(fabric), "-o", str(annotations)]) == 0
@@ -131,7 +117,7 @@ def test_dynamic_nodes_without_a_leaf_join_the_catch_all_switch(
             assert ctld.node_topology(node) == f"fabric:{CATCH_ALL}"
         switches = read_tree(ctld.show_topology(tree.name))
         assert switches[CATCH_ALL].nodes == set(loose)
-        assert switches["spine1"].nodes == set(_nodes(UNPLACED_FABRIC, leaf=True))
+        assert switches["spine1"].nodes == set(fabric_nodes(UNPLACED_FABRIC, leaf=True))
 
 
 BLOCK_FABRIC = """\
@@ -150,10 +136,10 @@ spec:
 
 def test_the_largest_base_block_loads(slurm_root: Path, tmp_path: Path) -> None:
     """65535, the largest base the generator accepts (65536 crashes slurmctld), loads as written."""
-    text = _generate(tmp_path, BLOCK_FABRIC.format(sizes="[65535]"), "--shape", "static")
+    text = generate(tmp_path, BLOCK_FABRIC.format(sizes="[65535]"), "--shape", "static")
     (nvl,) = parse_topology_yaml(text)
     assert isinstance(nvl.model, BlockTopology) and nvl.model.sizes == [65535]
-    nodes = _nodes(BLOCK_FABRIC.format(sizes="[65535]"))
+    nodes = fabric_nodes(BLOCK_FABRIC.format(sizes="[65535]"))
     conf = "".join(f"NodeName={n} CPUs=1 State=CLOUD\n" for n in nodes)
     result = check_load({"slurm.conf": conf, "topology.yaml": text}, root=slurm_root)
     assert result.accepted, (result.errors, dict(result.failures))
@@ -168,14 +154,14 @@ def test_a_base_over_every_domain_strands_a_domain_plus_one_job(
 ) -> None:
     """What the warning says, in slurmctld: domains of 4, base 8; a 5-node job never starts while
     base 4 (no warning) runs it on two blocks."""
-    nodes = _nodes(BLOCK_FABRIC.format(sizes="[8, 16]"))
+    nodes = fabric_nodes(BLOCK_FABRIC.format(sizes="[8, 16]"))
     conf = "".join(f"NodeName={n} CPUs=1 State=CLOUD\n" for n in nodes) + (
         "PartitionName=all Nodes=ALL Default=YES\n"
     )
     outcomes = {}
     for sizes, warned in (("[8, 16]", True), ("[4, 8]", False)):
         capsys.readouterr()
-        text = _generate(tmp_path, BLOCK_FABRIC.format(sizes=sizes), "--shape", "static")
+        text = generate(tmp_path, BLOCK_FABRIC.format(sizes=sizes), "--shape", "static")
         assert ("larger than every NVLink domain" in capsys.readouterr().err) == warned
         with start_ctld({"slurm.conf": conf, "topology.yaml": text}) as ctld:
             res = ctld.run("sbatch", "--test-only", "-N", "5", "--wrap", "true", check=False)
