@@ -72,11 +72,12 @@ def _helm(cluster: Cluster, home: Path) -> Helm:
     return Helm(toolchain.ensure("helm"), cluster, home)
 
 
-def _env(helm: Helm) -> dict[str, str]:
-    """``helm``'s environment with the pinned helm, kubectl and this interpreter first on PATH."""
+def _env(helm: Helm, cluster: Cluster) -> dict[str, str]:
+    """``helm``'s environment (bound to ``cluster``) with the pinned helm, the cluster's kubectl
+    and this interpreter first on PATH."""
     env = helm.env()
-    assert env is not None and helm.cluster is not None, "the doc commands need a bound Helm"
-    binaries = [helm.binary, helm.cluster.bindir / "kubectl", Path(sys.executable)]
+    assert env is not None and helm.cluster is cluster, "the doc commands need a bound Helm"
+    binaries = [helm.binary, cluster.bindir / "kubectl", Path(sys.executable)]
     env["PATH"] = doc_commands.tool_path(binaries, env)
     return env
 
@@ -226,7 +227,7 @@ def test_document_commands_run_as_written(
 ) -> None:
     cluster = own_cluster
     helm = _helm(cluster, tmp_path / "helm-home")
-    env = _env(helm)
+    env = _env(helm, cluster)
     workdir = doc_commands.workspace(tmp_path / "checkout", REPO_ROOT)
     ran = doc_commands.run(block, workdir, env)
     releases = _releases(helm)

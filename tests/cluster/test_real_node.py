@@ -26,6 +26,7 @@ from slinky_harness.build.nodeparts import BUSYBOX_IMAGE
 from slinky_harness.build.podman import Podman
 from slinky_harness.core import processes
 from slinky_harness.core.polling import wait_for
+from slinky_harness.helm.charts import published_ref
 from slinky_harness.k8s import hostrestore
 from slinky_harness.k8s.fleet import load_fleet
 from slinky_harness.k8s.realnode import NETNS, NODE_NAME, RealNode
@@ -237,7 +238,7 @@ def test_the_labeler_image_runs_under_the_reference_the_chart_renders(node: Real
     """The labeler image built with podman, imported under the chart's default reference, runs
     in a pod that names that reference with ``IfNotPresent``: containerd has it, nothing pulls."""
     built = image.build()
-    reference = image.published_ref()
+    reference = published_ref()
     node.import_from_podman(Podman.default(), built.ref, reference)
     manifest = _pod("labeler", "")
     container = manifest["spec"]["containers"][0]

@@ -20,6 +20,7 @@ import yaml
 from slinky_harness.apps import publish
 from slinky_harness.build import image, toolchain
 from slinky_harness.core import paths
+from slinky_harness.helm.charts import published_ref
 
 REPO = paths.REPO_ROOT
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -294,7 +295,7 @@ def test_the_release_runs_on_a_version_tag_and_publishes_what_the_charts_name() 
 def test_the_labeler_charts_default_image_is_the_one_the_release_publishes() -> None:
     version = image.labeler_version()
     plan = publish.plan(f"v{version}")
-    assert plan.image_ref == image.published_ref() == f"{plan.image}:{version}"
+    assert plan.image_ref == published_ref() == f"{plan.image}:{version}"
     meta = yaml.safe_load((image.LABELER_CHART / "Chart.yaml").read_text())
     listed = yaml.safe_load(meta["annotations"]["artifacthub.io/images"])
     assert [i["image"] for i in listed] == [plan.image_ref]

@@ -2,7 +2,7 @@
 
 A release is a git tag ``v<version>``. It publishes every chart (``helm push`` of ``nox -s
 package``'s archives) to :func:`chart_repository` and the labeler image under the reference the
-labeler chart's default values give (:func:`slinky_harness.build.image.published_ref`), so the chart's
+labeler chart's default values give (:func:`slinky_harness.helm.charts.published_ref`), so the chart's
 default image is the one the release pushes. The tag's version must be the labeler chart's
 ``appVersion`` (the image tag), and the repository owner must be the registry namespace of that
 image (``GITHUB_TOKEN`` can push only there).
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from slinky_harness.apps import release
 from slinky_harness.build import image
 from slinky_harness.core.errors import HarnessError
+from slinky_harness.helm.charts import published_ref
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -93,7 +94,7 @@ def plan(tag: str, owner: str | None = None) -> Plan:
             f"appVersion {app_version}: the image is published under appVersion, which the "
             f"chart's default image names; tag v{app_version} or bump appVersion"
         )
-    ref = image.published_ref()
+    ref = published_ref()
     registry, namespace, name = _split(ref)
     if owner is not None and namespace.split("/")[0].lower() != owner.lower():
         raise PublishError(

@@ -13,7 +13,7 @@ Usage::
     python -m slinky_harness.apps.release check
     python -m slinky_harness.apps.release package [--dist DIR] [--chart NAME ...]
 
-Publishing is manual (see README.md, "Releasing the charts"):
+Publishing is manual (see docs/releasing.md):
 ``helm push dist/<chart>-<version>.tgz oci://<registry>/<path>``.
 """
 

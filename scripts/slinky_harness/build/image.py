@@ -77,7 +77,6 @@ from slinky_harness.build.slurm_chroot import SlurmChrootError, debian_mirror
 from slinky_harness.core import paths
 from slinky_harness.core.files import write_atomic
 from slinky_harness.core.progress import heartbeat
-from slinky_harness.helm.charts import image_ref
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -217,12 +216,6 @@ class Build:
 def labeler_version() -> str:
     meta = yaml.safe_load((LABELER_CHART / "Chart.yaml").read_text(encoding="utf-8"))
     return str(meta["appVersion"])
-
-
-def published_ref() -> str:
-    """The reference the chart's default values give, which the release workflow publishes."""
-    defaults = yaml.safe_load((LABELER_CHART / "values.yaml").read_text(encoding="utf-8"))
-    return image_ref(defaults, {}, labeler_version())
 
 
 def host_ca_bundle() -> Path | None:
@@ -378,15 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("prepare", help="install packages, make the base, build the image")
-    sub.add_parser("ref", help="print the image reference the release workflow publishes")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "ref":
-        print(published_ref())
-        return 0
+    build_parser().parse_args(argv)
     try:
         built = build()
     except (ImageError, OSError) as exc:

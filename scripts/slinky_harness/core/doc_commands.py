@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-DOCUMENTS = ("README.md", "MIGRATING.md", "charts/*/README.md", "examples/*/README.md")
+DOCUMENTS = (
+    "README.md", "MIGRATING.md", "docs/*.md", "charts/*/README.md", "examples/*/README.md"
+)  # fmt: skip
 """The documents whose command blocks must be marked (globs under the repository root)."""
 
 COPIED = ("charts", "examples", "values")

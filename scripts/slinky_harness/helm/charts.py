@@ -164,3 +164,10 @@ def image_ref(defaults: Mapping[str, Any], values: Mapping[str, Any], app_versio
     if image.get("digest"):
         return f"{ref}@{image['digest']}"
     return f"{ref}:{image.get('tag') or app_version}"
+
+
+def published_ref(chart: Path = CHARTS_DIR / "gpu-topology-labeler") -> str:
+    """The image reference the labeler chart's default values give (its ``appVersion`` as the
+    tag), which the release workflow publishes."""
+    meta = load_yaml(chart / "Chart.yaml")
+    return image_ref(load_yaml(chart / "values.yaml"), {}, str(meta["appVersion"]))

@@ -1,8 +1,9 @@
 """The one Helm client of the harness: the pinned ``helm`` (or ``helm3``) binary, offline or bound
 to a cluster.
 
-:class:`Helm` runs any helm command; bound to a :class:`~slinky_harness.k8s.cluster.Cluster` it
-passes the cluster's kubeconfig and keeps Helm's config, cache and data folders under ``home``,
+:class:`Helm` runs any helm command; bound to a :class:`KubeTarget` (a
+:class:`~slinky_harness.k8s.cluster.Cluster`, which this package does not import: ``k8s`` sits above
+``helm``) it passes the cluster's kubeconfig and keeps Helm's config, cache and data folders under ``home``,
 so that two clients never share repository or plugin state. The offline helpers :func:`template`,
 :func:`dry_run_install` and :func:`lint` write values to a temporary file (never ``--set``, so
 types survive) and return the parsed documents. YAML is parsed strictly: a duplicate mapping key
@@ -18,7 +19,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
@@ -28,7 +29,18 @@ from slinky_harness.core.errors import HarnessError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from slinky_harness.k8s.cluster import Cluster
+
+class KubeTarget(Protocol):
+    """What a bound :class:`Helm` needs of a cluster (``slinky_harness.k8s.cluster.Cluster`` has
+    it): its kubeconfig, its environment and a ``kubectl`` that returns stdout."""
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    def env(self) -> dict[str, str]: ...
+
+    def kubectl(self, *args: str, check: bool = True) -> str: ...
+
 
 DEFAULT_RELEASE = "rel"
 DEFAULT_NAMESPACE = "suite-ns"
@@ -111,7 +123,7 @@ class Helm:
     config, cache and data folders under ``home``."""
 
     binary: Path
-    cluster: Cluster | None = None
+    cluster: KubeTarget | None = None
     home: Path | None = None
 
     @classmethod
