@@ -229,7 +229,7 @@ def measure(
     on_case: Callable[[Outcome], None] | None = None,
 ) -> ChartReport:
     """Every case of upstream's ``chart`` (see :func:`all_cases`) against ours, less the
-    ``intentional`` differences (default: :func:`load_intentional` of :data:`INTENTIONAL_FILE`);
+    ``intentional`` differences (default: :func:`load_intentional` of ``differences.yaml``);
     ``workers`` renders at once (default: the number of CPUs, at most 4)."""
     if chart not in CHARTS:
         raise UpstreamError(f"unknown upstream chart {chart!r}; choose from {', '.join(CHARTS)}")
