@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.cluster import charts_support as support
 
+from slinky_harness import parity
 from slinky_harness.build import slinky, toolchain
-from slinky_harness.helm import upstream
 from slinky_harness.helm.client import Helm
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s.cluster import Cluster
@@ -108,16 +108,16 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
     cluster = own_cluster
     helm = Helm(toolchain.ensure("helm"), cluster, tmp_path / "helm")
     wait = ("--wait", "--timeout", "90s")
-    helm.run("install", "slurm-operator-crds", str(upstream.upstream_chart("slurm-operator-crds")))
+    helm.run("install", "slurm-operator-crds", str(parity.upstream_chart("slurm-operator-crds")))
     helm.run(
-        "install", "slurm-operator", str(upstream.upstream_chart("slurm-operator")),
+        "install", "slurm-operator", str(parity.upstream_chart("slurm-operator")),
         "-n", OPERATOR_NS, "--create-namespace", *wait,
     )  # fmt: skip
     with contextlib.ExitStack() as daemons:
         operators = daemons.enter_context(contextlib.ExitStack())
         operators.enter_context(operator_for(cluster, helm, "slurm-operator", tmp_path / "up"))
         support.install_past_webhook_race(
-            helm, "slurm", str(upstream.upstream_chart("slurm")),
+            helm, "slurm", str(parity.upstream_chart("slurm")),
             "-n", CLUSTER_NS, "--create-namespace", *GUIDE,
         )  # fmt: skip
         objects = support.release_objects(helm, "slurm", CLUSTER_NS)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from tests.cluster import charts_support as support
 
-from slinky_harness.helm import upstream
+from slinky_harness import parity
 
 if TYPE_CHECKING:
     from slinky_harness.helm.client import Helm
@@ -95,7 +95,7 @@ def test_an_upstream_release_upgrades_in_place(
     cluster: Cluster, helm4: Helm, crds: None, namespace: str, move: Move
 ) -> None:
     """The Slinky CRDs come from outside the release (``crds``), as upstream's guide installs them."""
-    chart = upstream.upstream_chart(move.upstream)
+    chart = parity.upstream_chart(move.upstream)
     wait = ["--wait", "--timeout", support.HELM_TIMEOUT]
     try:
         helm4.run("install", move.release, str(chart), *wait, namespace=namespace)

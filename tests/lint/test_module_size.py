@@ -12,7 +12,6 @@ from slinky_harness.core.paths import REPO_ROOT
 MAX_LINES = 600
 BEING_SPLIT = frozenset(
     {
-        "scripts/slinky_harness/helm/upstream.py",
         "scripts/slinky_harness/apps/conformance/live.py",
         "scripts/slinky_harness/apps/conformance/slurm.py",
         "scripts/slinky_harness/apps/conformance/static.py",

@@ -1,4 +1,4 @@
-"""Render tier: the summary prints each upstream chart's conformance report, as measured."""
+"""Render tier: the summary prints each upstream chart's parity report, as measured."""
 
 from __future__ import annotations
 
@@ -9,16 +9,14 @@ from tests.worker_summary import records
 if TYPE_CHECKING:
     import pytest
 
-_UPSTREAM: list[list[str]] = records("render.upstream")  # filled by test_upstream_conformance
+_PARITY: list[list[str]] = records("render.parity")  # filled by test_parity
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not _UPSTREAM:
+    if not _PARITY:
         return
-    terminalreporter.section(
-        "upstream conformance: upstream Slinky v1.2.1's cases, rendered by both"
-    )
-    for index, (_, report) in enumerate(sorted(_UPSTREAM)):
+    terminalreporter.section("parity: upstream Slinky v1.2.1's cases, rendered by both")
+    for index, (_, report) in enumerate(sorted(_PARITY)):
         lines = report.rstrip().splitlines()
         for line in lines if index == 0 else lines[1:]:  # the table's header once
             terminalreporter.write_line(line)

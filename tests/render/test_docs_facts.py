@@ -16,16 +16,17 @@ from typing import Any
 import pytest
 import yaml
 
+from slinky_harness import parity
 from slinky_harness.build import controlplane
-from slinky_harness.helm import charts, upstream
+from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
 from slinky_harness.k8s import schemas as kubeschema
 
 ROOT = Path(__file__).resolve().parents[2]
 CHARTS = {c.name: c for c in charts.discover_charts()}
 CLUSTER = CHARTS["slurm-cluster"]
-FLOOR = ROOT / "tests" / "render" / "upstream_conformance_floor.yaml"
-INTENTIONAL = ROOT / "tests" / "render" / "upstream_intentional_differences.yaml"
+FLOOR = parity.FLOOR_FILE
+INTENTIONAL = parity.DIFFERENCES_FILE
 
 DOCS = sorted(
     [
@@ -110,14 +111,14 @@ def test_umbrella_pins_take_the_current_charts(
 # --- MIGRATING.md ------------------------------------------------------------------------------
 
 
-def test_migrating_counts_are_the_conformance_floor() -> None:
+def test_migrating_counts_are_the_parity_floor() -> None:
     """MIGRATING's slurm row says how many of upstream's cases render equal and how many
     differences are intentional: the floor file's count and the number of listed differences."""
     text = (ROOT / "MIGRATING.md").read_text(encoding="utf-8")
     row = next(line for line in text.splitlines() if line.startswith("| `slurm` |"))
     match = re.search(r"all (\d+) cases .*?less (\w+) documented differences", row)
     assert match, f"MIGRATING.md's slurm row states no counts: {row}"
-    floor = upstream.load_floor(FLOOR)["slurm"]
+    floor = parity.load_floor(FLOOR)["slurm"]
     listed = yaml.safe_load(INTENTIONAL.read_text(encoding="utf-8"))["slurm"]
     stated = (int(match.group(1)), NUMBERS.get(match.group(2), -1))
     assert stated == (floor["equal"], len(listed)), (

@@ -17,20 +17,23 @@ Two kinds of tests:
 from __future__ import annotations
 
 import tarfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from slinky_harness.helm import charts, upstream
+from slinky_harness import parity
+from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
 from slinky_harness.helm.values import merge
 from slinky_harness.k8s import schemas as kubeschema
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-bridge")
 NEWEST = kubeschema.newest_version()
-INTENTIONAL = Path(__file__).with_name("upstream_intentional_differences.yaml")
+INTENTIONAL = parity.DIFFERENCES_FILE
 RELEASE = "slurm-bridge"
 
 Doc = dict[str, Any]
@@ -85,7 +88,7 @@ def jwt_secret(c: Doc) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def upstream_archive() -> Path:
-    return upstream.upstream_chart("slurm-bridge")
+    return parity.upstream_chart("slurm-bridge")
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +142,8 @@ def test_upstream_values_render_the_same_deployments(
     theirs = helm.template(upstream_archive, values, release=RELEASE, namespace=namespace)
     assert theirs.ok, theirs.describe()
     ours = render(values, namespace)
-    intentional = [i for i in upstream.load_intentional(INTENTIONAL) if "slurm-bridge" in i.charts]
-    found = upstream.compare(theirs.docs, ours, deployments=True, kept=("*",))
+    intentional = [i for i in parity.load_intentional(INTENTIONAL) if "slurm-bridge" in i.charts]
+    found = parity.compare(theirs.docs, ours, deployments=True, kept=("*",))
     # The Token is our extension (rendered in namespace slurm, see the Token tests below); the
     # conformance list cannot hold it, since none of upstream's cases renders in that namespace.
     extension = "Token/slurm-bridge-jwt: upstream does not render it, ours does"

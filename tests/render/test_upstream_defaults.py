@@ -2,7 +2,7 @@
 
 An upstream user swaps charts with their own values and ours' defaults; slurm.conf must then hold
 exactly the lines upstream's chart gives it. Each test renders upstream's chart (from
-``SLINKY_UPSTREAM_CHARTS`` or upstream's registry, as the upstream conformance test does) and ours
+``SLINKY_UPSTREAM_CHARTS`` or upstream's registry, as the parity test does) and ours
 with the same ``--set`` flags, and compares what reaches slurm.conf: the Controller's
 ``extraConf`` line for line, the config, prolog and epilog references, each NodeSet's partition
 and node line, the Accounting's slurmdbd.conf lines. Our extensions (scheduling presets, GPUs,
@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from slinky_harness.helm import charts, upstream
+from slinky_harness import parity
+from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ def slurm_conf(docs: list[Doc]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def upstream_chart() -> Path:
-    return upstream.upstream_chart("slurm")
+    return parity.upstream_chart("slurm")
 
 
 def test_upstreams_install_guide_renders_upstreams_partition() -> None:
@@ -119,7 +120,7 @@ def test_slurm_conf_holds_exactly_upstreams_lines(upstream_chart: Path, sets: li
 def test_upstreams_values_file_renders_upstreams_slurm_conf(upstream_chart: Path) -> None:
     """Upstream's own values.yaml passed as a file, with the guide's flags, gives the same slurm.conf
     lines on both charts: every default there that shapes slurm.conf is ours too."""
-    values = upstream.upstream_values("slurm")
+    values = parity.upstream_values("slurm")
     args = [arg for item in GUIDE for arg in ("--set", item)]
     rendered = []
     for chart in (CHART.path, upstream_chart):

@@ -1075,28 +1075,19 @@ ROWS: tuple[Row, ...] = LABELER_ROWS + BRIDGE_ROWS + OPERATOR_ROWS + CRDS_ROWS +
 
 # -- rendering -------------------------------------------------------------------------------------
 
-_EXECUTION_ERROR = re.compile(
-    r"Error: execution error at \((?P<where>[^)]*)\): (?P<text>.*?)\n\nUse --debug flag", re.S
-)
-_SCHEMA_ERROR = "Error: values don't meet the specifications of the schema(s)"
-_SCHEMA_LINE = re.compile(r"^ *- at '(?P<where>[^']*)': (?P<text>.*)$", re.M)
-
 
 def _aggregate(chart: str, messages: list[str]) -> str:
     """The text of validate.yaml's one ``fail`` for ``messages``."""
     return f"\n\n{chart}: invalid values ({len(messages)}):\n  - " + "\n  - ".join(messages) + "\n"
 
 
-def _messages(chart: str, text: str) -> list[str]:
-    """The messages in a failure's ``text``: validate.yaml's list, or the one direct message."""
-    head = f"\n\n{chart}: invalid values ("
-    if not text.startswith(head):
-        return [text]
-    count, _, rest = text[len(head) :].partition("):\n  - ")
-    messages = rest.removesuffix("\n").split("\n  - ")
-    assert text == _aggregate(chart, messages), f"not validate.yaml's list: {text!r}"
-    assert int(count) == len(messages), f"the count {count} does not match {len(messages)} messages"
-    return messages
+def _messages(chart: str, failure: helm.TemplateFailure) -> list[str]:
+    """The messages of a failure: validate.yaml's list, or the one direct message; a list must
+    be exactly validate.yaml's (its chart, its count, its layout)."""
+    if failure.listed:
+        expected = _aggregate(chart, failure.messages)
+        assert failure.text == expected, f"not validate.yaml's list: {failure.text!r}"
+    return failure.messages
 
 
 def _render(row: Row, tmp: Path, *extra: str) -> helm.HelmResult:
@@ -1113,10 +1104,10 @@ def _render(row: Row, tmp: Path, *extra: str) -> helm.HelmResult:
 def _template_failure(row: Row, result: helm.HelmResult) -> list[str]:
     """The messages of the template failure in ``result``."""
     assert not result.ok, f"{row.chart} accepted {row.values!r}"
-    failure = _EXECUTION_ERROR.search(result.stderr)
+    failure = result.template_failure()
     assert failure is not None, f"not a template failure:\n{result.describe()}"
-    assert failure["where"].startswith(f"{row.chart}/templates/"), failure["where"]
-    return _messages(row.chart, failure["text"])
+    assert failure.where.startswith(f"{row.chart}/templates/"), failure.where
+    return _messages(row.chart, failure)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.chart}:{r.id}")
@@ -1139,8 +1130,8 @@ def test_schema_refuses_first(row: Row, tmp_path: Path) -> None:
     )
     result = _render(row, tmp_path)
     assert not result.ok, f"{row.chart} accepted {row.values!r}"
-    assert result.stderr.startswith(_SCHEMA_ERROR), result.describe()
-    errors = [(m["where"], m["text"]) for m in _SCHEMA_LINE.finditer(result.stderr)]
+    assert result.schema_refused, result.describe()
+    errors = [(e.pointer, e.text) for e in result.schema_errors(groups=True)]
     pointer, text = row.schema
     assert (pointer, text) in errors, result.describe()
     elsewhere = [w for w, _ in errors if not (w.startswith(pointer) or pointer.startswith(w))]

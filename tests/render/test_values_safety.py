@@ -21,7 +21,6 @@ renders the safe counterpart and checks the objects it produces.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -48,9 +47,6 @@ def names_path(stderr: str, path: str) -> bool:
     return f"'{pointer}'" in stderr or f"'{pointer}/" in stderr or path in stderr
 
 
-SCHEMA_LOCATION = re.compile(r"- at '([^']*)'")
-
-
 def assert_rejected(chart: str, values: dict[str, Any], path: str) -> str:
     """Helm refuses ``values``; the message names ``path`` and no schema location elsewhere."""
     result = render(chart, values)
@@ -59,7 +55,7 @@ def assert_rejected(chart: str, values: dict[str, Any], path: str) -> str:
     pointer = "/" + path.replace(".", "/")
     elsewhere = [
         loc
-        for loc in SCHEMA_LOCATION.findall(result.stderr)
+        for loc in (error.pointer for error in result.schema_errors(groups=True))
         if loc and not (loc.startswith(pointer) or pointer.startswith(loc))
     ]
     assert not elsewhere, f"the error names unrelated keys {elsewhere}:\n{result.stderr}"

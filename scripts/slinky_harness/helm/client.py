@@ -92,9 +92,76 @@ def parse_documents(text: str) -> list[dict[str, Any]]:
     return docs
 
 
+SCHEMA_REFUSAL = "Error: values don't meet the specifications of the schema(s)"
+"""How Helm 4 and Helm 3 start the error of values that a chart's values.schema.json refuses."""
+_SCHEMA_LINE = re.compile(r"^(?P<indent>\s*)- at '(?P<pointer>[^']*)': (?P<text>.*)$")
+_SCHEMA_CHART = re.compile(r"^(?P<chart>[A-Za-z0-9][\w.-]*):$")
+_EXECUTION_ERROR = re.compile(r"execution error at \((?P<where>[^()]*)\): (?P<text>.*)", re.S)
+_DEBUG_HINT = "\n\nUse --debug flag"
+_LIST_HEAD = re.compile(
+    r"\A\n\n(?P<chart>[A-Za-z0-9][\w.-]*): invalid values \((?P<count>\d+)\):\n  - "
+)
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    """One line of Helm's schema refusal: ``- at '<pointer>': <text>`` under a ``<chart>:`` line."""
+
+    chart: str
+    """The chart whose values.schema.json refused ("" when Helm named none)."""
+    pointer: str
+    """The value's JSON pointer (``/nodesets/compute/gpu/count``; ``""`` for the top level)."""
+    text: str
+    nested: bool = False
+    """Indented under another line, which then only groups (``validation failed``)."""
+
+    @property
+    def groups(self) -> bool:
+        """Whether this line only says that lines nested under it failed."""
+        return self.text == "validation failed"
+
+    def steps(self) -> list[str | int]:
+        """The pointer decoded: keys and list indices (``~1`` is ``/``, ``~0`` is ``~``)."""
+        return [
+            int(part) if part.isdigit() else part.replace("~1", "/").replace("~0", "~")
+            for part in self.pointer.split("/")[1:]
+        ]
+
+
+@dataclass(frozen=True)
+class TemplateFailure:
+    """A template's ``fail`` or ``required``: ``execution error at (<where>): <text>``."""
+
+    where: str
+    """The template and position, ``<chart>/templates/<file>:<line>:<column>`` (a subchart's
+    under its parent's ``charts/``)."""
+    text: str
+    """The message as the template wrote it (without Helm's ``Use --debug`` hint)."""
+
+    @property
+    def chart(self) -> str:
+        """The chart whose template failed, the innermost one ("" when ``where`` names none)."""
+        head, found, _ = self.where.rpartition("/templates/")
+        return head.rpartition("/")[2] if found else ""
+
+    @property
+    def listed(self) -> bool:
+        """Whether ``text`` is a validate.yaml list (``<chart>: invalid values (N):``, then one
+        ``  - <message>`` item per message)."""
+        return _LIST_HEAD.match(self.text) is not None
+
+    @property
+    def messages(self) -> list[str]:
+        """The messages: each item of a validate.yaml list, else the whole text."""
+        head = _LIST_HEAD.match(self.text)
+        if head is None:
+            return [self.text]
+        return self.text[head.end() :].removesuffix("\n").split("\n  - ")
+
+
 @dataclass
 class HelmResult:
-    """The outcome of one helm command."""
+    """The outcome of one helm command, and what Helm's error text says (the one reader of it)."""
 
     args: list[str]
     returncode: int
@@ -105,12 +172,64 @@ class HelmResult:
     retried: str = ""
     """Why the command was run a second time (:func:`install_past_webhook_race`), if it was."""
 
+    @classmethod
+    def failed(cls, stderr: str) -> HelmResult:
+        """A failed result holding only Helm's error text (text kept elsewhere, read again)."""
+        return cls([], 1, "", stderr)
+
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
     def describe(self) -> str:
         return f"$ {' '.join(self.args)}\nexit {self.returncode}\n{self.stderr.strip()}"
+
+    @property
+    def schema_refused(self) -> bool:
+        """Whether a values.schema.json refused the values (before any template ran)."""
+        return self.stderr.startswith(SCHEMA_REFUSAL)
+
+    def schema_errors(self, *, groups: bool = False) -> list[SchemaError]:
+        """Every ``- at '<pointer>': <text>`` line, in Helm's order (which is not fixed), with the
+        chart named above it; without the lines that only group nested ones unless ``groups``."""
+        found: list[SchemaError] = []
+        chart = ""
+        for line in self.stderr.splitlines():
+            header = _SCHEMA_CHART.match(line.strip())
+            if header:
+                chart = header["chart"]
+                continue
+            error = _SCHEMA_LINE.match(line)
+            if error:
+                found.append(
+                    SchemaError(
+                        chart, error["pointer"], error["text"].strip(), bool(error["indent"])
+                    )
+                )
+        return [error for error in found if groups or not error.groups]
+
+    def template_failure(self) -> TemplateFailure | None:
+        """The template ``fail``/``required`` that stopped the render, if one did."""
+        failure = _EXECUTION_ERROR.search(self.stderr)
+        if failure is None:
+            return None
+        text, hint, _ = failure["text"].partition(_DEBUG_HINT)
+        return TemplateFailure(failure["where"], text if hint else text.rstrip("\n"))
+
+    def refusals(self) -> list[str]:
+        """Why Helm refused, one line each: for a schema refusal every error (``schema: at
+        '<pointer>': <text>``, sorted, as Helm lists them in no fixed order; grouping lines left
+        out), else the first line of the error without ``Error: `` (Helm's log lines skipped)."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        lines = [line for line in lines if not line.startswith(("WARNING:", "level="))]
+        if not lines:
+            return ["no error output"]
+        first = lines[0].removeprefix("Error: ")
+        if "don't meet the specifications of the schema" in first:
+            errors = sorted(f"schema: at '{e.pointer}': {e.text}" for e in self.schema_errors())
+            if errors:
+                return errors
+        return [first]
 
 
 class HelmError(HarnessError):

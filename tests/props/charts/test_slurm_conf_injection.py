@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 from hypothesis import given, note, settings
@@ -234,8 +233,6 @@ def asked_for(values: dict[str, Any]) -> set[str]:
 
 # -- the property -----------------------------------------------------------------------------------
 
-SCHEMA_LOCATION = re.compile(r"- at '([^']*)'")
-CHART_FAILURE = re.compile(r"execution error at \([^)]*\): ")
 FULL = merge(
     BASE,
     {
@@ -273,14 +270,15 @@ def _dotted(slot: Path) -> str:
     return ".".join(k for k in slot if k != KEY)
 
 
-def _names_a_slot(stderr: str, placed: list[tuple[Path, str]]) -> bool:
+def _names_a_slot(result: helm.HelmResult, placed: list[tuple[Path, str]]) -> bool:
+    stderr = result.stderr
     pointers = ["/" + "/".join(k for k in slot if k != KEY) for slot, _ in placed]
-    locations = [loc for loc in SCHEMA_LOCATION.findall(stderr) if loc]
+    locations = [e.pointer for e in result.schema_errors(groups=True) if e.pointer]
     if locations:
         return all(
             any(loc.startswith(p) or p.startswith(loc) for p in pointers) for loc in locations
         )
-    if not CHART_FAILURE.search(stderr):
+    if result.template_failure() is None:
         return False
     return any(
         _dotted(slot) in stderr or ".".join(_dotted(slot).split(".")[:-1]) in stderr
@@ -307,7 +305,7 @@ def test_values_never_add_settings_to_slurm_config(
     note("values file:\n" + helm.values_text(values))
     result = helm.template(CHART.path, values, kube_version=NEWEST)
     if not result.ok:
-        assert _names_a_slot(result.stderr, placed), (
+        assert _names_a_slot(result, placed), (
             f"refused without naming {[_dotted(s) for s, _ in placed]}:\n{result.stderr}"
         )
         return

@@ -386,8 +386,6 @@ def _install_operator(ctx: Context, helm: Helm) -> list[Doc]:
 
 # -- what a refusal says ----------------------------------------------------------------------
 
-_SCHEMA_LINE = re.compile(r"^\s*- at '([^']*)': (.+)$")
-_CHART_LINE = re.compile(r"^([A-Za-z0-9][\w.-]*):$")
 _WEBHOOK = re.compile(r'admission webhook "([^"]+)" denied the request: (.+)')
 _INVALID = re.compile(r'(\w+)\.[\w.]+ "([^"]+)" is invalid: (.+)')
 _SOURCES = {
@@ -401,31 +399,14 @@ _SOURCES = {
 """Values block of slurm-cluster each Slinky kind comes from."""
 
 
-def _pointer(pointer: str) -> list[str | int]:
-    parts: list[str | int] = []
-    for raw in pointer.strip("/").split("/") if pointer.strip("/") else []:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        parts.append(int(part) if part.isdigit() else part)
-    return parts
-
-
 def schema_findings(target: Target, stderr: str) -> list[Finding]:
     """Helm's "values don't meet the specifications of the schema" lines, at their paths."""
     found = []
-    chart = ""
-    for line in stderr.splitlines():
-        header = _CHART_LINE.match(line)
-        if header:
-            chart = header.group(1)
-            continue
-        match = _SCHEMA_LINE.match(line)
-        if not match or match.group(2).strip() == "validation failed":
-            continue
-        parts = _pointer(match.group(1))
+    for error in helm_client.HelmResult.failed(stderr).schema_errors():
+        parts = error.steps()
+        chart = error.chart
         path = target.path_of(chart, *parts) if chart in SUITE_CHARTS else format_path(parts)
-        found.append(
-            Finding(path, match.group(2).strip(), "change the value as the chart's schema says")
-        )
+        found.append(Finding(path, error.text, "change the value as the chart's schema says"))
     return found
 
 

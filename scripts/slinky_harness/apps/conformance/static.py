@@ -191,11 +191,6 @@ def check_schema(ctx: Context) -> Outcome:
 
 # -- render ---------------------------------------------------------------------------------------
 
-_AGGREGATE = re.compile(r"(?P<chart>[a-z0-9-]+): invalid values \(\d+\):\n(?P<body>(?:  - .*\n?)+)")
-_SCHEMA_LINE = re.compile(r"^ *- at '(?P<where>[^']*)': (?P<text>.*)$", re.M)
-_EXECUTION_ERROR = re.compile(
-    r"execution error at \((?:[^()]*/)?(?P<chart>[a-z0-9-]+)/templates/[^()]*\): (?P<text>.*)", re.S
-)
 _PATH_TOKEN = re.compile(r"`?([A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+|\[[^\]\s]+\])+)")
 
 
@@ -237,22 +232,13 @@ def _pointer_path(target: Target, chart: str, pointer: str) -> str:
     return target.path_of(chart, *parts) if chart in target.charts() else format_path(parts)
 
 
-_SCHEMA_CHART = re.compile(r"^(?P<chart>[a-z0-9][a-z0-9-]*):$")
-
-
 def schema_error_findings(target: Target, text: str) -> list[Finding]:
     """Helm's schema errors (a ``<chart>:`` line, then ``- at '<pointer>': <text>`` lines, nested
     under a parent that only says the child failed), the innermost of each."""
-    found: list[tuple[str, str, str]] = []
-    chart = target.chart_name
-    for line in text.splitlines():
-        header = _SCHEMA_CHART.match(line.strip())
-        if header:
-            chart = header["chart"]
-            continue
-        error = _SCHEMA_LINE.match(line)
-        if error:
-            found.append((chart, error["where"], error["text"]))
+    found = [
+        (error.chart or target.chart_name, error.pointer, error.text)
+        for error in helm_client.HelmResult.failed(text).schema_errors(groups=True)
+    ]
     innermost = [
         (c, w, t)
         for c, w, t in found
@@ -267,17 +253,16 @@ def schema_error_findings(target: Target, text: str) -> list[Finding]:
 def helm_findings(target: Target, text: str) -> list[Finding]:
     """Findings from Helm's error text: validate.yaml lists, schema errors, ``fail`` messages."""
     findings = []
-    for block in _AGGREGATE.finditer(text):
-        chart = block["chart"] if block["chart"] in target.charts() else None
-        for line in block["body"].splitlines():
-            message = line.removeprefix("  - ").strip()
+    failed = helm_client.HelmResult.failed(text).template_failure()
+    if failed is not None and failed.listed:
+        chart = failed.chart if failed.chart in target.charts() else None
+        for message in (m.strip() for m in failed.messages):
             problem, fix = _split(message)
             findings.append(Finding(_value_path(target, chart, message), problem, fix))
     findings += schema_error_findings(target, text)
-    failed = _EXECUTION_ERROR.search(text)
-    if not findings and failed:
-        chart = failed["chart"] if failed["chart"] in target.charts() else None
-        message = failed["text"].strip().split("\n\nUse --debug")[0]
+    if not findings and failed is not None and failed.chart:
+        chart = failed.chart if failed.chart in target.charts() else None
+        message = failed.text.strip()
         problem, fix = _split(message)
         findings.append(Finding(_value_path(target, chart, message), problem, fix))
     return findings

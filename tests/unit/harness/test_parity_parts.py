@@ -1,4 +1,4 @@
-"""helm/upstream: helm-unittest's ``set`` paths, how a suite's layers make one test's values, and
+"""parity: helm-unittest's ``set`` paths, how a suite's layers make one test's values, and
 the comparison of upstream's render with ours.
 
 The path cases follow helm-unittest's documented behaviour (its DOCUMENT.md and the tests of its
@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from slinky_harness.helm import client, upstream
-from slinky_harness.helm.upstream import SetPathError, apply_set, build_set_value, parse_set_path
+from slinky_harness import parity
+from slinky_harness.helm import client
+from slinky_harness.parity import SetPathError, apply_set, build_set_value, parse_set_path
 
 VALUE = {"foo": "bar"}
 
@@ -126,7 +127,7 @@ def test_a_suite_layers_values_files_then_the_suites_set_then_the_tests(tmp_path
     (tmp_path / "test-values.yaml").write_text("shared: {level: test-file, file: test}\nt: 1\n")
     suite = tmp_path / "layers_test.yaml"
     suite.write_text(SUITE)
-    first, second = upstream.load_cases("slurm", suite)
+    first, second = parity.load_cases("slurm", suite)
     assert first.id == "layers_test.yaml#0 only the suite's layers"
     assert first.values == {"shared": {"level": "suite", "file": "suite", "suite": True}}
     assert (first.release, first.namespace) == ("rel-a", "ns-a")
@@ -149,8 +150,8 @@ def test_a_suite_layers_values_files_then_the_suites_set_then_the_tests(tmp_path
 def test_a_file_that_is_no_suite_is_an_error_that_names_it(tmp_path: Path) -> None:
     suite = tmp_path / "empty_test.yaml"
     suite.write_text("suite: nothing\n")
-    with pytest.raises(upstream.UpstreamError, match=r"empty_test\.yaml: no 'tests:' list"):
-        upstream.load_cases("slurm", suite)
+    with pytest.raises(parity.UpstreamError, match=r"empty_test\.yaml: no 'tests:' list"):
+        parity.load_cases("slurm", suite)
 
 
 def _cr(kind: str, name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
@@ -174,13 +175,13 @@ def _deployment(deployment: str, **container: Any) -> dict[str, Any]:
 def test_only_fields_upstream_sets_count_and_zero_values_equal_absence() -> None:
     up = [_cr("Controller", "r-slurm", {"a": 1, "empty": {}, "none": None, "s": "", "l": []})]
     ours = [_cr("Controller", "r-slurm", {"a": 1, "extra": True})]
-    assert upstream.compare(up, ours, deployments=False) == []
+    assert parity.compare(up, ours, deployments=False) == []
 
 
 def test_a_field_that_differs_or_is_missing_is_named_by_its_path() -> None:
     up = [_cr("NodeSet", "r-a", {"x": {"y": [1, {"z": "u"}]}, "w": 1}, **{"helm.sh/chart": "c"})]
     ours = [_cr("NodeSet", "r-a", {"x": {"y": [1, {"z": "o"}]}})]
-    found = [str(d) for d in upstream.compare(up, ours, deployments=False)]
+    found = [str(d) for d in parity.compare(up, ours, deployments=False)]
     assert found == [
         'NodeSet/r-a metadata.labels["helm.sh/chart"]: upstream "c", ours unset',
         'NodeSet/r-a spec.x.y[1].z: upstream "u", ours "o"',
@@ -196,14 +197,14 @@ def test_objects_pair_by_name_then_by_release_prefix_then_the_one_left() -> None
         _cr("NodeSet", "r-x-cpu", {}),
         _cr("Token", "t", {}),
     ]
-    found = [str(d) for d in upstream.compare(up, ours, deployments=False)]
+    found = [str(d) for d in parity.compare(up, ours, deployments=False)]
     assert found == [
         "NodeSet/gpu metadata.name: upstream gpu, ours r-x-gpu",
         "NodeSet/cpu metadata.name: upstream cpu, ours r-x-cpu",
         "RestApi/r-slurm metadata.name: upstream r-slurm, ours r-slurm-cluster",
         "Token/t: upstream does not render it, ours does",
     ]
-    missing = upstream.compare([_cr("LoginSet", "l", {})], [], deployments=False)
+    missing = parity.compare([_cr("LoginSet", "l", {})], [], deployments=False)
     assert [str(d) for d in missing] == ["LoginSet/l: upstream renders it, ours does not"]
 
 
@@ -223,10 +224,10 @@ def test_deployments_compare_image_flags_in_any_spelling_and_env_by_name() -> No
         args=["--verbose", "--b", "2", "--a=1", "--more"],
         env=[{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}],
     )
-    assert upstream.compare([up], [same], deployments=True) == []
-    assert upstream.compare([up], [], deployments=False) == []
+    assert parity.compare([up], [same], deployments=True) == []
+    assert parity.compare([up], [], deployments=False) == []
     other = _deployment("op", name="main", image="i:2", args=["--a=3"], env=[])
-    found = [str(d) for d in upstream.compare([up], [other], deployments=True)]
+    found = [str(d) for d in parity.compare([up], [other], deployments=True)]
     assert found == [
         'Deployment/op containers.manager.image: upstream "i:1", ours "i:2"',
         'Deployment/op containers.manager.args["--a"][0]: upstream "1", ours "3"',
@@ -255,7 +256,7 @@ def test_kept_names_are_upstreams_objects_ours_lacks_under_the_same_name() -> No
         _object("Deployment", "op", selector={"matchLabels": {"app": "other"}}),
     ]
     kept = ("Service", "ServiceAccount", "Deployment")
-    found = [str(d) for d in upstream.compare(up, ours, deployments=False, kept=kept)]
+    found = [str(d) for d in parity.compare(up, ours, deployments=False, kept=kept)]
     assert found == [
         "ServiceAccount/r-op: upstream renders it, ours does not",
         'Deployment/op identity.selector.matchLabels["app.kubernetes.io/name"]: upstream "op", '
@@ -264,25 +265,23 @@ def test_kept_names_are_upstreams_objects_ours_lacks_under_the_same_name() -> No
     ]
     ours[2] = _object("ServiceAccount", "r-op")
     ours[3] = _object("Deployment", "op", selector=selector)
-    assert upstream.compare(up, ours, deployments=False, kept=kept) == []
-    assert upstream.compare(up, [], deployments=False) == []
+    assert parity.compare(up, ours, deployments=False, kept=kept) == []
+    assert parity.compare(up, [], deployments=False) == []
 
 
 def test_an_intentional_difference_covers_kind_and_path_globs() -> None:
-    entry = upstream.Intentional("*", '*labels["helm.sh/chart"]', "names differ", ("slurm",))
-    label = upstream.Difference("Controller", "c", 'metadata.labels["helm.sh/chart"]', "a", "b")
-    other = upstream.Difference("Controller", "c", "spec.x", "a", "b")
+    entry = parity.Intentional("*", '*labels["helm.sh/chart"]', "names differ", ("slurm",))
+    label = parity.Difference("Controller", "c", 'metadata.labels["helm.sh/chart"]', "a", "b")
+    other = parity.Difference("Controller", "c", "spec.x", "a", "b")
     assert entry.covers(label)
     assert not entry.covers(other)
-    assert all(i.reason.strip() for i in upstream.load_intentional())
+    assert all(i.reason.strip() for i in parity.load_intentional())
 
 
 def test_an_intentional_difference_can_name_the_object() -> None:
-    entry = upstream.Intentional("Deployment", "containers.*.env.X*", "why", ("b",), "adm")
-    assert entry.covers(
-        upstream.Difference("Deployment", "adm", "containers.a.env.X.value", "", "")
-    )
-    assert not entry.covers(upstream.Difference("Deployment", "ctl", "containers.a.env.X", "", ""))
+    entry = parity.Intentional("Deployment", "containers.*.env.X*", "why", ("b",), "adm")
+    assert entry.covers(parity.Difference("Deployment", "adm", "containers.a.env.X.value", "", ""))
+    assert not entry.covers(parity.Difference("Deployment", "ctl", "containers.a.env.X", "", ""))
     assert entry.key == "Deployment/adm containers.*.env.X*"
 
 
@@ -292,8 +291,8 @@ def test_the_intentional_file_is_read_per_upstream_chart(tmp_path: Path) -> None
         "slurm-bridge:\n  - {kind: Token, path: '', reason: ' ours  mints it '}\nslurm: []\n",
         encoding="utf-8",
     )
-    assert upstream.load_intentional(path) == (
-        upstream.Intentional("Token", "", "ours mints it", ("slurm-bridge",), "*"),
+    assert parity.load_intentional(path) == (
+        parity.Intentional("Token", "", "ours mints it", ("slurm-bridge",), "*"),
     )
 
 
@@ -313,8 +312,8 @@ def test_a_bad_intentional_file_names_the_entry_and_the_fix(
 ) -> None:
     path = tmp_path / "meant.yaml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(upstream.UpstreamError, match=re.escape(message)):
-        upstream.load_intentional(path)
+    with pytest.raises(parity.UpstreamError, match=re.escape(message)):
+        parity.load_intentional(path)
 
 
 ALL = ("*",)
@@ -343,14 +342,14 @@ def test_keeping_every_kind_compares_every_upstream_object_and_what_an_upgrade_k
         _object("Secret", "tls"),
         _object("NetworkPolicy", "extra"),
     ]
-    assert upstream.compare(up, ours, deployments=True) == []
-    found = [str(d) for d in upstream.compare(up, ours, deployments=True, kept=ALL)]
+    assert parity.compare(up, ours, deployments=True) == []
+    found = [str(d) for d in parity.compare(up, ours, deployments=True, kept=ALL)]
     assert found == [
         'Service/ctl identity.clusterIP: upstream "None", ours unset',
         'Service/ctl identity.selector.c: upstream unset, ours "x"',
         'ConfigMap/cfg identity.namespace: upstream "ns", ours "other"',
     ]
-    found = [str(d) for d in upstream.compare(up, ours[:2], deployments=True, kept=ALL)]
+    found = [str(d) for d in parity.compare(up, ours[:2], deployments=True, kept=ALL)]
     assert found[-2:] == [
         "ClusterRole/ctl: upstream renders it, ours does not",
         "Secret/tls: upstream renders it, ours does not",
@@ -371,9 +370,9 @@ def test_names_compare_a_deployments_selector_account_and_mounts() -> None:
 
     up, same = deployment("d", "sa", "cfg"), deployment("d", "sa", "cfg")
     same["spec"]["template"]["spec"]["volumes"].reverse()  # volume order and names do not count
-    assert upstream.compare([up], [same], deployments=True, kept=ALL) == []
+    assert parity.compare([up], [same], deployments=True, kept=ALL) == []
     other = deployment("x", "sa2", "cfg2")
-    found = [str(d) for d in upstream.compare([up], [other], deployments=True, kept=ALL)]
+    found = [str(d) for d in parity.compare([up], [other], deployments=True, kept=ALL)]
     assert found == [
         'Deployment/d identity.selector.matchLabels.app: upstream "d", ours "x"',
         'Deployment/d identity.serviceAccountName: upstream "sa", ours "sa2"',
@@ -391,7 +390,7 @@ slurm-cluster:
 
 
 def test_a_schema_refusal_gives_every_violation_sorted_and_no_grouping_line() -> None:
-    assert upstream.refusals(SCHEMA_ERROR) == [
+    assert client.HelmResult.failed(SCHEMA_ERROR).refusals() == [
         "schema: at '/partitions/all': additional properties 'configMap' not allowed",
         "schema: at '/slurmKey': additional properties 'create' not allowed",
     ]
@@ -399,37 +398,39 @@ def test_a_schema_refusal_gives_every_violation_sorted_and_no_grouping_line() ->
 
 def test_a_template_refusal_gives_its_first_line_past_helms_log_lines() -> None:
     stderr = 'level=INFO msg="warning: x"\nError: execution error at (c/t.yaml:1:2): boom\nmore\n'
-    assert upstream.refusals(stderr) == ["execution error at (c/t.yaml:1:2): boom"]
+    assert client.HelmResult.failed(stderr).refusals() == [
+        "execution error at (c/t.yaml:1:2): boom"
+    ]
 
 
 def test_the_floor_file_is_checked_and_a_count_below_it_is_reported(tmp_path: Path) -> None:
     floor_file = tmp_path / "floor.yaml"
     floor_file.write_text("slurm: {accepted: 2, equal: 1}\n")
-    floor = upstream.load_floor(floor_file)
-    report = upstream.ChartReport("slurm", "slurm-cluster")
-    report.outcomes = [upstream.Outcome("a", "equal"), upstream.Outcome("b", "different")]
-    assert upstream.below_floor(report, floor) == []
+    floor = parity.load_floor(floor_file)
+    report = parity.ChartReport("slurm", "slurm-cluster")
+    report.outcomes = [parity.Outcome("a", "equal"), parity.Outcome("b", "different")]
+    assert parity.below_floor(report, floor) == []
     report.outcomes[0].status = "not accepted"
-    assert upstream.below_floor(report, floor) == [
+    assert parity.below_floor(report, floor) == [
         "slurm: accepted 1 < floor 2",
         "slurm: equal 0 < floor 1",
     ]
     floor_file.write_text("slurm: {accepted: 2}\n")
-    with pytest.raises(upstream.UpstreamError, match="slurm must give exactly accepted and equal"):
-        upstream.load_floor(floor_file)
+    with pytest.raises(parity.UpstreamError, match="slurm must give exactly accepted and equal"):
+        parity.load_floor(floor_file)
     floor_file.write_text("slurm-cluster: {accepted: 2, equal: 0}\n")
-    with pytest.raises(upstream.UpstreamError, match="'slurm-cluster' is not an upstream chart"):
-        upstream.load_floor(floor_file)
+    with pytest.raises(parity.UpstreamError, match="'slurm-cluster' is not an upstream chart"):
+        parity.load_floor(floor_file)
 
 
 def test_a_folder_reference_gives_its_archive_and_names_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "slurm-1.2.1.tgz").write_bytes(b"archive")
-    monkeypatch.setenv(upstream.REFERENCE_ENV, str(tmp_path))
-    assert upstream.upstream_chart("slurm") == tmp_path / "slurm-1.2.1.tgz"
-    with pytest.raises(upstream.UpstreamError, match=r"no slurm-bridge-1\.2\.1\.tgz there"):
-        upstream.upstream_chart("slurm-bridge")
+    monkeypatch.setenv(parity.REFERENCE_ENV, str(tmp_path))
+    assert parity.upstream_chart("slurm") == tmp_path / "slurm-1.2.1.tgz"
+    with pytest.raises(parity.UpstreamError, match=r"no slurm-bridge-1\.2\.1\.tgz there"):
+        parity.upstream_chart("slurm-bridge")
 
 
 def test_an_oci_reference_is_pulled_once_into_the_suite_cache(
@@ -448,15 +449,15 @@ def test_an_oci_reference_is_pulled_once_into_the_suite_cache(
 
     monkeypatch.setattr(client.Helm, "pinned", classmethod(lambda cls: FakeHelm()))
     monkeypatch.setenv("SLINKY_SUITE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv(upstream.REFERENCE_ENV, "oci://registry.example/charts/")
-    first = upstream.upstream_chart("slurm")
-    assert upstream.upstream_chart("slurm") == first
+    monkeypatch.setenv(parity.REFERENCE_ENV, "oci://registry.example/charts/")
+    first = parity.upstream_chart("slurm")
+    assert parity.upstream_chart("slurm") == first
     assert first.read_bytes() == b"pulled"
     assert first.is_relative_to(tmp_path / "cache" / "upstream-charts")
     assert pulls == [
         ("pull", "oci://registry.example/charts/slurm", "--version", "1.2.1", "--destination",
          pulls[0][-1]),
     ]  # fmt: skip
-    monkeypatch.setenv(upstream.REFERENCE_ENV, "oci://fails.example/charts")
-    with pytest.raises(upstream.UpstreamError, match=r"Error: unreachable.*SLINKY_UPSTREAM_CHARTS"):
-        upstream.upstream_chart("slurm")
+    monkeypatch.setenv(parity.REFERENCE_ENV, "oci://fails.example/charts")
+    with pytest.raises(parity.UpstreamError, match=r"Error: unreachable.*SLINKY_UPSTREAM_CHARTS"):
+        parity.upstream_chart("slurm")
