@@ -1,59 +1,22 @@
-"""Conformance, live phase: the deployment on a kwok control plane with the real Slinky operator.
-
-Steps, in order (each needs the one before):
-
-* ``fleet``: the fake Nodes: a copy of ``--nodes`` (``kubectl get nodes -o json``), one node
-  per node of ``--fabric`` (labelled as topograph labels them; a fabric says nothing about GPUs,
-  so each is a 4-GPU GB200 tray, as in the demo), or, without either, the nodes the values ask
-  for (:mod:`.fleet`).
-* ``control-plane``: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok as
-  local processes with that fleet (:class:`~slinky_harness.k8s.cluster.Cluster`). With
-  ``--keep`` it outlives the run and the report says how to reach and stop it.
-* ``install``: what the deployment needs first (the user's ``--existing`` objects, the
-  namespaces the bridge manages, the third-party CRDs its objects use; the Slinky CRDs and an
-  operator release when the deployment does not bring its own), then the deployment with Helm 4,
-  past the real admission webhook of that operator. An umbrella that brings the operator is
-  installed as its README says: first without the subcharts that make Slinky objects, then
-  everything. A refusal is a finding at the values path Helm's message names.
-* ``reconcile``: the real operator manager (v1.2.1, as the release's ServiceAccount) writes the
-  Controller's slurm.conf ConfigMap naming every partition the values ask for; what slurmctld
-  reads is left in ``ctx.slurm_files`` for the slurm phase.
-* ``placement``: every NodeSet's pods, made by the operator and placed by kube-scheduler, and
-  the operator release's own Deployment pods; an unplaced pod is a finding at the node selector,
-  the GPU (or other extended resource) request or the tolerations (:mod:`.placement`). The
-  operator makes NodeSet pods only once slurmrestd answers, and deletes a healthy pod whose Slurm
-  node never registers: a real slurmctld and slurmrestd run for it on the operator's files
-  (without the accounting keys, which need a slurmdbd: proving accounting is the slurm phase's),
-  with each StatefulSet-mode pod's Slurm node registered as its slurmd would register it.
-
-What the slurm phase may use, in ``ctx.extra``: ``proxy`` (the
-:class:`~slinky_harness.k8s.operator.ServiceProxy` the operator reaches slurmrestd through),
-``manager`` and ``webhook`` (the running processes), ``operator_objects``, ``controller``,
-``namespace``, ``nodesets`` (the release's NodeSet objects), ``slurm_conf`` (the operator's, as
-written) and ``slurmctld`` (the one placement started, still running). Everything started is on
-``ctx.stack``, closed at the end of the run.
+"""Conformance, live phase: the fake fleet (``fleet``), the control plane (``control-plane``)
+and the deployment installed with Helm 4 past the operator's webhook (``install``).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slinky_harness.apps.conformance import fleet as values_fleet
-from slinky_harness.apps.conformance import placement
-from slinky_harness.apps.conformance.context import Outcome, Skipped, Step, StepFailed, say
-from slinky_harness.apps.conformance.report import Finding
-from slinky_harness.apps.conformance.target import SUITE_CHARTS, TargetError, format_path
+from slinky_conformance.context import Outcome, StepFailed
+from slinky_conformance.report import Finding
+from slinky_conformance.steps.live import fleet as values_fleet
+from slinky_conformance.target import SUITE_CHARTS, TargetError, format_path
 from slinky_harness.build import slinky, toolchain
 from slinky_harness.build.controlplane import ControlPlaneError
-from slinky_harness.core.errors import HarnessError
-from slinky_harness.core.polling import wait_for
 from slinky_harness.helm import charts as chart_index
 from slinky_harness.helm import client as helm_client
 from slinky_harness.helm import webhook_postrender
@@ -62,13 +25,13 @@ from slinky_harness.k8s import fleet as k8s_fleet
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_harness.k8s.cluster import Cluster
-from slinky_harness.slurm import release as slurm_release
 from slinky_topology.errors import TopologyError
 from slinky_topology.sources import fabric_file
 
 if TYPE_CHECKING:
-    from slinky_harness.apps.conformance.context import Context, Doc
-    from slinky_harness.apps.conformance.target import Target
+    from slinky_conformance.context import Context, Doc
+    from slinky_conformance.target import Target
+
 
 CONTROL_PLANE = "slinky-conformance"
 OPERATOR_RELEASE = ("slurm-operator", "slinky")
@@ -80,22 +43,6 @@ FABRIC_GPU = k8s_fleet.GpuSpec(
     count=4, product="NVIDIA-GB200", memory_mib=189471, family="blackwell"
 )
 FABRIC_RESOURCES = {"cpu": "144", "memory": "960Gi", "pods": "110"}
-RECONCILE_TIMEOUT = 90.0
-ROUTED = "conformance.slinky.slurm.net/slurmrestd"
-"""Annotation placement puts on each NodeSet once slurmrestd answers (it wakes the operator)."""
-ACCOUNTING_KEYS = ("accountingstorage", "accountingstore", "jobacctgather", "priorityweighttres")
-"""slurm.conf keys (lower case prefixes) left out of placement's slurmctld, which has no slurmdbd."""
-OPERATOR_LOG_NOISE = (
-    "Bad Gateway",
-    "no such host",
-    "connection refused",
-    "context canceled",
-    "provided port is already allocated",
-)
-"""Operator log lines expected here: slurmrestd answers only once placement starts it, and
-NodeSet pods are kwok fakes (the tier's tests/cluster/test_operator.py ignores the same)."""
-
-
 # -- fleet ------------------------------------------------------------------------------------
 
 
@@ -180,7 +127,7 @@ def control_plane(ctx: Context) -> Outcome:
     )
 
 
-def _bound(ctx: Context) -> tuple[Cluster, Helm]:
+def bound(ctx: Context) -> tuple[Cluster, Helm]:
     if ctx.cluster is None or ctx.helm is None:
         raise StepFailed("no control plane (the control-plane step did not run)")
     return ctx.cluster, ctx.helm
@@ -330,7 +277,7 @@ def _served_webhooks(ctx: Context, cluster: Cluster, helm: Helm, objects: list[D
 
 
 def install(ctx: Context) -> Outcome:
-    cluster, helm = _bound(ctx)
+    cluster, helm = bound(ctx)
     target = ctx.target
     try:
         chart = str(target.chart_dir(ctx.work))
@@ -476,328 +423,3 @@ def _refused(target: Target, result: helm_client.HelmResult, docs: list[Doc], wh
 
 
 # -- reconcile ------------------------------------------------------------------------------
-
-
-def _conf_partitions(config: Doc) -> set[str]:
-    conf = str((config.get("data") or {}).get("slurm.conf", ""))
-    return set(re.findall(r"^PartitionName=(\S+)", conf, re.M))
-
-
-def reconcile(ctx: Context) -> Outcome:
-    cluster, _ = _bound(ctx)
-    operator_objects: list[Doc] = ctx.extra.get("operator_objects") or []
-    if not operator_objects:
-        raise Skipped(
-            "the deployment has no Slurm cluster: there is nothing for the operator to reconcile"
-        )
-    proxy = ctx.stack.enter_context(slinky_operator.ServiceProxy())
-    ctx.extra["proxy"] = proxy
-    try:
-        manager = ctx.stack.enter_context(
-            slinky_operator.run_for_release(
-                cluster, operator_objects, ctx.work / "operator", proxy=proxy
-            )
-        )
-    except slinky.OperatorUnavailable as exc:
-        raise StepFailed(f"the operator manager did not start: {exc}") from None
-    ctx.extra["manager"] = manager
-    controller = next((d for d in ctx.objects if d.get("kind") == "Controller"), None)
-    if controller is None:
-        return Outcome(
-            "the operator runs as its chart's ServiceAccount; the release has no Controller",
-            _log_findings(ctx),
-        )
-    name, namespace = (
-        controller["metadata"]["name"],
-        controller["metadata"].get("namespace") or ctx.target.namespace,
-    )
-    external = bool(controller["spec"].get("external"))
-    wanted: set[str] = set()
-    if not external:  # the partitions slurm.conf must hold, read as the slurm phase reads them
-        values = ctx.target.chart_values("slurm-cluster")
-        wanted = {str(p) for p in slurm_release.expected_partitions(values)}
-    config = _wait_config(cluster, manager, name, namespace, wanted)
-    slurm_conf = str(config["data"]["slurm.conf"])
-    if not external:
-        _wait_object(cluster, manager, "statefulset", f"{name}-controller", namespace)
-    ctx.slurm_files = slinky_operator.slurmctld_files(
-        cluster, namespace, controller["spec"], slurm_conf
-    )
-    ctx.extra.update(
-        controller=controller,
-        namespace=namespace,
-        slurm_conf=slurm_conf,
-        nodesets=[] if external else [d for d in ctx.objects if d.get("kind") == "NodeSet"],
-    )
-    parts = (
-        f"partitions {', '.join(sorted(wanted))}"
-        if wanted
-        else "no partitions (external slurmctld)"
-        if external
-        else "no partitions"
-    )
-    return Outcome(
-        f"the operator {slinky.VERSION} (as its chart's ServiceAccount, past its webhook) wrote "
-        f"ConfigMap {namespace}/{name}-config with {parts}",
-        _log_findings(ctx),
-    )
-
-
-def _log_findings(ctx: Context) -> list[Finding]:
-    """RBAC denials and schema errors in the operator's and webhook's logs."""
-    findings = []
-    for what in ("manager", "webhook"):
-        process = ctx.extra.get(what)
-        if process is None:
-            continue
-        problems = process.problems(ignore=OPERATOR_LOG_NOISE)
-        if problems:
-            findings.append(Finding(
-                "", f"the operator's {what} logged {len(problems)} RBAC or schema problems "
-                f"({process.log_path}); first: {problems[0][:300]}",
-                "give the operator the RBAC and namespaces it needs (slurm-operator's rbac and watch values)",
-            ))  # fmt: skip
-    return findings
-
-
-def _alive(manager: slinky_operator.Manager) -> None:
-    if not manager.alive():
-        raise StepFailed(
-            f"the operator manager exited ({manager.proc.returncode}): {manager.tail(600)}"
-        )
-
-
-def _wait_config(
-    cluster: Cluster, manager: slinky_operator.Manager, name: str, namespace: str, wanted: set[str]
-) -> Doc:
-    last: list[Doc] = []
-
-    def ready() -> Doc | None:
-        _alive(manager)
-        text = cluster.kubectl(
-            "get",
-            "configmap",
-            f"{name}-config",
-            "-n",
-            namespace,
-            "-o",
-            "json",
-            "--ignore-not-found",
-        )
-        if not text.strip():
-            return None
-        config: Doc = json.loads(text)
-        last[:] = [config]
-        return config if wanted <= _conf_partitions(config) else None
-
-    try:
-        found: Doc = wait_for(ready, timeout=RECONCILE_TIMEOUT, what="slurm.conf", every=0.5)
-    except HarnessError:
-        have = sorted(_conf_partitions(last[0])) if last else []
-        problems = manager.problems(ignore=OPERATOR_LOG_NOISE)
-        raise StepFailed(
-            f"the operator did not write ConfigMap {namespace}/{name}-config naming partitions "
-            f"{sorted(wanted)} in {RECONCILE_TIMEOUT:.0f}s ("
-            + (f"it names {have}" if last else "not written")
-            + f"); operator log {manager.log_path}"
-            + (f": {problems[0][:300]}" if problems else "")
-        ) from None
-    return found
-
-
-def _wait_object(
-    cluster: Cluster, manager: slinky_operator.Manager, kind: str, name: str, namespace: str
-) -> None:
-    def made() -> bool:
-        _alive(manager)
-        return bool(
-            cluster.kubectl(
-                "get", kind, name, "-n", namespace, "--ignore-not-found", "-o", "name"
-            ).strip()
-        )
-
-    try:
-        wait_for(made, timeout=RECONCILE_TIMEOUT, what=f"{kind} {name}", every=0.5)
-    except HarnessError:
-        raise StepFailed(
-            f"the operator did not make {kind} {namespace}/{name} in {RECONCILE_TIMEOUT:.0f}s; log {manager.log_path}"
-        ) from None
-
-
-# -- placement ------------------------------------------------------------------------------
-
-
-def _wait_http(port: int, timeout: float = 60.0) -> None:
-    """Wait until slurmrestd on ``port`` answers an HTTP request (any status): it accepts
-    connections before it serves them, and a request sent then waits out the operator's
-    client time-out (30 s)."""
-
-    def answers() -> bool:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        try:
-            conn.request("GET", "/slurm/v0.0.44/ping")
-            return conn.getresponse().status > 0
-        except OSError:
-            return False
-        finally:
-            conn.close()
-
-    try:
-        wait_for(answers, timeout=timeout, what="slurmrestd to answer", every=0.2)
-    except HarnessError as exc:
-        raise StepFailed(f"slurmrestd did not answer HTTP on 127.0.0.1:{port}: {exc}") from None
-
-
-def _start_slurmrestd(ctx: Context) -> None:
-    """A real slurmctld and slurmrestd on the operator's files, reachable under the RestApi's
-    Service name: the operator asks slurmrestd before it makes NodeSet pods."""
-    from slinky_harness.slurm import ctld as slurm  # noqa: PLC0415 - the chroot, only here
-
-    restapi = next((d for d in ctx.objects if d.get("kind") == "RestApi"), None)
-    if restapi is None:
-        return
-    namespace = ctx.extra["namespace"]
-    files = dict(ctx.slurm_files)
-    # Only the operator talks to this slurmctld (accounting is the slurm phase's to prove, with
-    # a slurmdbd): without one, slurmctld refuses AccountingStorageTRES=gres/gpu and the like.
-    files["slurm.conf"] = "".join(
-        line for line in str(files["slurm.conf"]).splitlines(keepends=True)
-        if not line.lower().startswith(ACCOUNTING_KEYS)
-    )  # fmt: skip
-    started = time.monotonic()
-    try:
-        running = ctx.stack.enter_context(
-            slurm.slurmctld(files, workdir=ctx.work / "placement-slurmctld")
-        )
-        say(f"placement: slurmctld up in {time.monotonic() - started:.1f}s")
-        port = running.start_slurmrestd()
-        _wait_http(port)
-        say(f"placement: slurmrestd answers, {time.monotonic() - started:.1f}s")
-    except HarnessError as exc:
-        raise Skipped(
-            "the operator makes NodeSet pods only once slurmrestd answers, and slurmctld did not "
-            f"start on the operator's slurm.conf (the slurm phase says why): {str(exc).splitlines()[0]}"
-        ) from None
-    ctx.extra["slurmctld"] = running
-    proxy: slinky_operator.ServiceProxy = ctx.extra["proxy"]
-    service = f"{restapi['metadata']['name']}-restapi.{namespace}:6820"
-    proxy.route(service, port)
-    # Unrouted before slurmctld stops: the operator's calls then get "no route", not a
-    # connection the proxy cannot make.
-    ctx.stack.callback(proxy.routes.pop, service, None)
-    # The operator deletes a healthy pod whose Slurm node is not registered (kwok runs no
-    # slurmd): register each StatefulSet-mode pod's node first, as its slurmd would.
-    for nodeset in ctx.extra.get("nodesets") or []:
-        replicas = int(nodeset["spec"].get("replicas") or 0)
-        if nodeset["spec"].get("scalingMode") != "DaemonSet" and replicas:
-            short = slinky_operator.slurm_nodeset_name(nodeset)
-            running.create_node(f"{short}-[0-{replicas - 1}]", Features=short)
-    say(f"placement: Slurm nodes registered, {time.monotonic() - started:.1f}s")
-    # The operator has been retrying each NodeSet with a growing back-off since it started; an
-    # update of the NodeSet queues it at once.
-    cluster, _ = _bound(ctx)
-    for nodeset in ctx.extra.get("nodesets") or []:
-        cluster.kubectl(
-            "annotate", "--overwrite", "nodesets.slinky.slurm.net", nodeset["metadata"]["name"],
-            "-n", nodeset["metadata"].get("namespace") or namespace, f"{ROUTED}={port}",
-        )  # fmt: skip
-
-
-def placement_step(ctx: Context) -> Outcome:
-    cluster, _ = _bound(ctx)
-    nodesets: list[Doc] = ctx.extra.get("nodesets") or []
-    findings: list[Finding] = []
-    lines: list[str] = []
-    if nodesets:
-        say(
-            f"placement: a slurmctld and slurmrestd for the operator, then {len(nodesets)} NodeSets' pods"
-        )
-        _start_slurmrestd(ctx)
-    nodes = cluster.kubectl_json("get", "nodes")["items"]
-    for nodeset in nodesets:
-        findings += _place_nodeset(ctx, cluster, nodeset, nodes, lines)
-    findings += _place_deployments(ctx, cluster, lines)
-    if not lines:
-        raise Skipped("no NodeSet and no operator Deployment to place")
-    return Outcome("; ".join(lines), findings)
-
-
-def _place_nodeset(
-    ctx: Context, cluster: Cluster, nodeset: Doc, nodes: list[Doc], lines: list[str]
-) -> list[Finding]:
-    key = slinky_operator.slurm_nodeset_name(nodeset)
-    name, namespace = (
-        nodeset["metadata"]["name"],
-        nodeset["metadata"].get("namespace") or ctx.extra["namespace"],
-    )
-    needs = placement.PodNeeds.of_nodeset(nodeset)
-    daemonset = nodeset["spec"].get("scalingMode") == "DaemonSet"
-    expected = (
-        sum(1 for n in nodes if needs.admits(n))
-        if daemonset
-        else int(nodeset["spec"].get("replicas") or 0)
-    )
-    started = time.monotonic()
-    placed = placement.settle(
-        cluster, namespace, lambda p: _owned(p, "NodeSet", name), expected, f"NodeSet {key}"
-    )
-    if isinstance(placed, str):
-        manager = ctx.extra.get("manager")
-        log = f"; operator log {manager.log_path}" if manager else ""
-        raise StepFailed(f"{placed} in {time.monotonic() - started:.0f}s{log}")
-    lines.append(f"NodeSet {key}: {len(placed.placed)}/{placed.pods} pods placed")
-    ctx.extra.setdefault("placed", {})[key] = len(placed.placed)  # the slurm phase's node count
-    return placement.nodeset_findings(ctx.target, key, needs, nodes, placed)
-
-
-def _owned(pod: Doc, kind: str, name: str) -> bool:
-    return any(
-        o.get("kind") == kind and o.get("name") == name
-        for o in pod["metadata"].get("ownerReferences") or []
-    )
-
-
-def _place_deployments(ctx: Context, cluster: Cluster, lines: list[str]) -> list[Finding]:
-    """The operator release's Deployments (operator, webhook): their pods placed."""
-    findings = []
-    users = ctx.extra.get("operator_release") == (ctx.target.release, ctx.target.namespace)
-    for deployment in (
-        d for d in ctx.extra.get("operator_objects") or [] if d.get("kind") == "Deployment"
-    ):
-        name = deployment["metadata"]["name"]
-        namespace = deployment["metadata"].get("namespace") or ctx.target.namespace
-        selector = deployment["spec"]["selector"].get("matchLabels") or {}
-
-        def mine(pod: Doc, selector: dict[str, str] = selector) -> bool:
-            labels = pod["metadata"].get("labels") or {}
-            return all(labels.get(k) == v for k, v in selector.items())
-
-        replicas = int(deployment["spec"].get("replicas", 1))
-        placed = placement.settle(cluster, namespace, mine, replicas, f"Deployment {name}")
-        if isinstance(placed, str):
-            raise StepFailed(placed)
-        lines.append(f"Deployment {name}: {len(placed.placed)}/{placed.pods} pods placed")
-        if placed.refused:
-            component = "webhook" if name.endswith("-webhook") else "operator"
-            path = ctx.target.path_of("slurm-operator", component, "nodeSelector") if users else ""
-            findings.append(Finding(
-                path,
-                f"Deployment {namespace}/{name}: {len(placed.refused)} of {placed.pods} pods not "
-                f"placed (kube-scheduler: {next(iter(placed.refused.values()))})",
-                "select labels the nodes carry and tolerate their taints",
-            ))  # fmt: skip
-    return findings
-
-
-STATIC_NEEDS = ("static/schema", "static/render-helm4", "static/crds", "static/references")
-"""The static steps whose failure makes an install pointless: values the schema refuses, a render
-that fails, custom resources their CRDs refuse, references nothing creates."""
-
-STEPS: tuple[Step, ...] = (
-    # Nothing is installed from values the static phase refused (one clear failure, not a cascade).
-    Step("live", "fleet", fleet_step, after=STATIC_NEEDS),
-    Step("live", "control-plane", control_plane, needs=("live/fleet",)),
-    Step("live", "install", install, needs=("live/control-plane",)),
-    Step("live", "reconcile", reconcile, needs=("live/install",)),
-    Step("live", "placement", placement_step, needs=("live/reconcile",)),
-)
