@@ -420,6 +420,3 @@ def _refused(target: Target, result: helm_client.HelmResult, docs: list[Doc], wh
         last = stderr.splitlines()[-1] if stderr else f"exit {result.returncode}"
         findings.append(Finding("", f"helm refused {what}: {last}", "see Helm's message"))
     return Outcome(f"Helm 4 refused {what}", findings, stderr.splitlines()[-8:])
-
-
-# -- reconcile ------------------------------------------------------------------------------

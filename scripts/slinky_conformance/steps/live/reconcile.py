@@ -27,6 +27,8 @@ ROUTED = "conformance.slinky.slurm.net/slurmrestd"
 """Annotation placement puts on each NodeSet once slurmrestd answers (it wakes the operator)."""
 ACCOUNTING_KEYS = ("accountingstorage", "accountingstore", "jobacctgather", "priorityweighttres")
 """slurm.conf keys (lower case prefixes) left out of placement's slurmctld, which has no slurmdbd."""
+
+
 def reconcile(ctx: Context) -> Outcome:
     cluster, _ = bound(ctx)
     operator_objects: list[Doc] = ctx.extra.get("operator_objects") or []
@@ -123,9 +125,6 @@ def _alive(manager: slinky_operator.Manager) -> None:
         raise StepFailed(
             f"the operator manager exited ({manager.proc.returncode}): {manager.tail(600)}"
         )
-
-
-# -- placement ------------------------------------------------------------------------------
 
 
 def _wait_http(port: int, timeout: float = 60.0) -> None:

@@ -64,9 +64,6 @@ class SlurmdbdRun:
     refused: slurmdbd.SlurmdbdStartError | None = None
 
 
-# -- the values behind a Slurm option -------------------------------------------------------------
-
-
 # -- helpers ----------------------------------------------------------------------------------
 
 
@@ -163,6 +160,3 @@ def nodeset_path(ctx: Context, slurm_name: str, *parts: str) -> str:
     """The values path of a NodeSet by its Slurm name (slurm-cluster's NodeSets take their
     values key as the Slurm name)."""
     return ctx.target.path_of(CLUSTER, "nodesets", slurm_name, *parts)
-
-
-# -- GPUs -------------------------------------------------------------------------------------

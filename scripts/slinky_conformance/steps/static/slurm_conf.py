@@ -145,6 +145,3 @@ def check_slurm_conf(ctx: Context) -> Outcome:
         findings,
         details,
     )
-
-
-# -- invariants -----------------------------------------------------------------------------------
