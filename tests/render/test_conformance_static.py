@@ -14,9 +14,9 @@ from junitparser import JUnitXml
 from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
 
 from slinky_conformance import cli
+from slinky_conformance.context import Context, run_steps
 from slinky_conformance.steps import static
 from slinky_conformance.steps.slurm import state as conformance_slurm
-from slinky_conformance.context import Context, run_steps
 from slinky_conformance.target import load_manifests, resolve
 from slinky_harness.build import controlplane, slinky, slurm_chroot
 from slinky_harness.k8s import cluster as kube_cluster

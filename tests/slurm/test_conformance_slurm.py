@@ -21,8 +21,8 @@ import pytest
 import yaml
 from tests.conformance_cases import BROKEN, expectations, prerequisites
 
-from slinky_conformance.steps import slurm as phase
 from slinky_conformance.context import Context, Outcome, Step, run_steps
+from slinky_conformance.steps import slurm as phase
 from slinky_conformance.target import load_manifests, resolve
 from slinky_harness.apps.demo.slurm import harness_slurm_conf
 from slinky_harness.helm import client as helm

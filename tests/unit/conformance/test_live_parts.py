@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
+from slinky_conformance.context import Context
+from slinky_conformance.report import Report, StepResult, render_text, write_junit
 from slinky_conformance.steps.live import fleet as values_fleet
 from slinky_conformance.steps.live import install as live
 from slinky_conformance.steps.live import placement
-from slinky_harness.k8s import placement as k8s_placement
 from slinky_conformance.steps.slurm import load as slurm_load
 from slinky_conformance.steps.slurm import state as slurm_state
-from slinky_conformance.context import Context
-from slinky_conformance.report import Report, StepResult, render_text, write_junit
 from slinky_conformance.target import resolve
 from slinky_harness.helm import webhook_postrender
+from slinky_harness.k8s import placement as k8s_placement
 from slinky_harness.k8s.fleet import FleetError, fleet_from_nodes, load_nodes
 
 REPO = Path(__file__).resolve().parents[3]

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from slinky_conformance import trace
-from slinky_conformance.steps.slurm import accounting, load
 from slinky_conformance.context import Context
+from slinky_conformance.steps.slurm import accounting, load
 from slinky_conformance.target import Target, resolve
 from slinky_harness.slurm import release
 

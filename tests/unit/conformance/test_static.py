@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from slinky_conformance.steps.static import helm, objects, references, security, slurm_conf
 from slinky_conformance.context import Context
+from slinky_conformance.steps.static import helm, objects, references, security, slurm_conf
 from slinky_conformance.target import resolve
 from slinky_harness.k8s import podsecurity, rbac
 
