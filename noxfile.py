@@ -239,7 +239,7 @@ def conformance_builds(args: list[str]) -> bool:
 @nox.session(default=False)
 def conformance(session: nox.Session) -> None:
     """Your own values on the suite's real parts: nox -s conformance -- -f my-values.yaml [...]."""
-    _install(session, "test")
+    _install(session, "conformance")
     session.install("-e", "tools/conformance")
     if conformance_builds(session.posargs):
         _tools(session, "helm", "helm3", "kubectl")

@@ -21,7 +21,7 @@ from slinky_harness.helm import client as helm_client
 from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Collection, Sequence
 
     from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
@@ -267,37 +267,6 @@ def release_objects(helm: Helm, release: str, namespace: str) -> list[dict[str, 
     """The objects of a release as installed (``helm get manifest``)."""
     text = helm.run("get", "manifest", release, "-n", namespace).stdout
     return [d for d in yaml.safe_load_all(text) if d]
-
-
-def wait_object(
-    cluster: Cluster,
-    kind: str,
-    name: str,
-    namespace: str,
-    *,
-    ready: Callable[[dict[str, Any]], bool] = lambda _: True,
-    what: str = "",
-) -> dict[str, Any]:
-    """The object once it exists and ``ready`` holds for it (``what`` says what ``ready`` waits
-    for); on time-out the error names it."""
-    last: list[dict[str, Any]] = []
-
-    def fetch() -> dict[str, Any] | None:
-        proc = kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "yaml")
-        if proc.returncode != 0:
-            return None
-        obj: dict[str, Any] = yaml.safe_load(proc.stdout)
-        last[:] = [obj]
-        return obj if ready(obj) else None
-
-    found: dict[str, Any] = wait_for(
-        fetch,
-        timeout=60,
-        what=f"the operator to create {kind}/{name} in {namespace}{what}",
-        every=0.5,
-        detail=lambda: last[0] if last else "not created",
-    )
-    return found
 
 
 def install_past_webhook_race(helm: Helm, release: str, chart: str, *args: str) -> None:

@@ -42,7 +42,7 @@ def conformance(tmp_path: Path, *args: str) -> Run:
     tmp_path.mkdir(parents=True, exist_ok=True)
     junit = tmp_path / "report.xml"
     proc = subprocess.run(
-        [sys.executable, "-m", "slinky_harness.apps.conformance", *args, "--junit", str(junit)],
+        [sys.executable, "-m", "slinky_conformance", *args, "--junit", str(junit)],
         cwd=REPO_ROOT,
         env={**os.environ, "TMPDIR": str(tmp_path)},
         capture_output=True,

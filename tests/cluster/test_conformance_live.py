@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slinky_harness.apps.conformance import cli
+from slinky_conformance import cli
 from slinky_harness.build.controlplane import ensure_binaries
 from slinky_harness.core.polling import wait_for
 

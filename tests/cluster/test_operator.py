@@ -22,6 +22,12 @@ NodeSet pods: the operator asks slurmrestd before it creates them, so once slurm
 slurmrestd (same chroot) answers under the RestApi's Service name through
 ``slinky_harness.k8s.operator.ServiceProxy`` (``HTTP_PROXY`` of the operator process). The pods must
 then land only on nodes matching the NodeSet's selector and GPU request (kwok runs them).
+The umbrella with its defaults and with every ``values/`` profile goes through the same operator
+and slurmctld in ``tests/cluster/test_conformance.py`` (the conformance command's live and slurm
+steps); this module keeps the chart's own ``ci/`` scenarios and the checks the command does not
+make. The waits and the placement check are the harness's (:mod:`slinky_harness.k8s.objects`,
+:mod:`slinky_harness.k8s.placement`), shared with the command and the demo.
+
 Marked ``operator``: ``nox -s cluster`` runs these only where the operator can be built (see
 ``slinky_harness.k8s.operator``); elsewhere it prints one line saying why.
 """
@@ -41,14 +47,14 @@ import yaml
 from tests.cluster import charts_support as support
 
 from slinky_harness.build import slinky
-from slinky_harness.core.errors import WaitTimeout
 from slinky_harness.core.polling import wait_for
-from slinky_harness.helm import charts, umbrella
 from slinky_harness.helm import client as helm_client
 from slinky_harness.helm.charts import load_yaml
 from slinky_harness.helm.client import Helm
 from slinky_harness.helm.values import merge
+from slinky_harness.k8s import objects as k8s_objects
 from slinky_harness.k8s import operator as slinky_operator
+from slinky_harness.k8s import placement
 from slinky_harness.k8s.cluster import Cluster
 from slinky_harness.slurm import ctld as slurm
 from slinky_harness.slurm import dbd as slurmdbd
@@ -75,17 +81,6 @@ FLEET = support.REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 OPERATOR_NS = "slinky"
 SCENARIOS = [s for s in support.chart_scenarios() if s.chart == "slurm-cluster"]
 CLUSTER_CHART = support.CHARTS["slurm-cluster"]
-# Until a scenario's slurmrestd is routed (and after it stops), the operator's Slurm calls fail.
-# "provided port is already allocated": kube-apiserver's NodePort allocator refused one Service
-# create of the login-sssd scenario once under load (a Service the operator's retry then made);
-# a port conflict is neither an RBAC denial nor a schema error, which is what the log check is for.
-EXPECTED_NOISE = (
-    "Bad Gateway",
-    "no such host",
-    "connection refused",
-    "context canceled",
-    "provided port is already allocated",
-)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +136,7 @@ def manager(
     ):
         yield running
     for name, process in (("operator", running), ("webhook", webhook)):
-        problems = process.problems(ignore=EXPECTED_NOISE)
+        problems = process.problems(ignore=slinky_operator.EXPECTED_LOG_NOISE)
         assert not problems, f"{name} log after all scenarios:\n" + "\n".join(problems[:20])
     validated = [r for r in webhook.records() if str(r.get("msg")).startswith("validate ")]
     assert validated, "the webhook server validated nothing: its configurations do not reach it"
@@ -176,7 +171,7 @@ def accounting_daemon(  # noqa: PLR0917
     conf = password = None
     if not accounting["spec"].get("external"):
         spec = AccountingSpec.from_object(accounting)
-        secret = support.wait_object(cluster, "secret", f"{spec.name}-accounting", namespace)
+        secret = k8s_objects.wait_object(cluster, "secret", f"{spec.name}-accounting", namespace)
         conf = base64.b64decode(secret["data"]["slurmdbd.conf"]).decode()
         storage = spec.storage
         password = slinky_operator.secret_value(
@@ -248,11 +243,6 @@ def create_user_references(cluster: Cluster, namespace: str, objects: list[dict[
             }])  # fmt: skip
 
 
-def _conf_partitions(config: dict[str, Any]) -> set[str]:
-    conf = (config.get("data") or {}).get("slurm.conf", "")
-    return set(re.findall(r"^PartitionName=(\S+)", conf, re.M))
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PLR0917 - fixtures
     op_cluster: Cluster,
@@ -288,76 +278,6 @@ def test_operator_reconciles_release_and_slurmctld_loads_its_config(  # noqa: PL
     reconcile_and_load(op_cluster, proxy, database, objects, _merged(scenario), namespace, tmp_path)
 
 
-UMBRELLA_DEFAULTS: dict[str, Any] = load_yaml(umbrella.UMBRELLA_DIR / "values.yaml")
-UMBRELLA_CASES: dict[str, dict[str, Any]] = {
-    "umbrella": {},
-    **{f"umbrella+{stem}": data for stem, data in charts.profiles().items()},
-}
-
-
-@pytest.fixture(scope="module")
-def umbrella_chart(op_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return umbrella.build(tmp_path_factory.mktemp("umbrella"))
-
-
-@pytest.mark.parametrize("case", list(UMBRELLA_CASES))
-def test_operator_reconciles_the_umbrella_with_every_profile(  # noqa: PLR0917 - fixtures
-    op_cluster: Cluster,
-    helm: Helm,
-    manager: slinky_operator.Manager,
-    proxy: slinky_operator.ServiceProxy,
-    database: slurmdbd.MariaDB,
-    umbrella_chart: Path,
-    case: str,
-    tmp_path: Path,
-    request: pytest.FixtureRequest,
-) -> None:
-    """``examples/umbrella`` with its defaults and with each ``values/`` profile installs on this
-    cluster (nothing created beforehand but the managed namespaces the bridge needs) with the real
-    webhook in front, and the real operator reconciles it into a slurm.conf that slurmctld loads.
-    The umbrella's own slurm-operator subchart is switched off: the module's slurm-operator
-    release (its CRDs, manager and webhook) is the operator of this cluster."""
-    profile = UMBRELLA_CASES[case]
-    namespace = re.sub(r"[^a-z0-9-]", "-", case.lower())[:50].strip("-")
-    extra = [n for n in support.umbrella_managed_namespaces(profile) if n != namespace]
-    for other in extra:
-        support.kubectl(op_cluster, "create", "namespace", other)
-
-    def uninstall() -> None:
-        helm.run("uninstall", "umb", "-n", namespace, "--wait", "--timeout", "60s", check=False)
-        wait_for(
-            lambda: not (op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"]),
-            timeout=120,
-            what=f"the pods in {namespace} to be deleted",
-            every=0.5,
-            detail=lambda: op_cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
-        )
-        for other in extra:
-            support.kubectl(op_cluster, "delete", "namespace", other, "--wait=false")
-
-    request.addfinalizer(uninstall)
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(profile))
-    overrides = tmp_path / "overrides.yaml"
-    overrides.write_text(yaml.safe_dump({
-        **support.nested_overrides(),
-        "slurm-operator": {"enabled": False},
-    }))  # fmt: skip
-    support.install_past_webhook_race(
-        helm, "umb", str(umbrella_chart), "-n", namespace, "--create-namespace",
-        "-f", str(values), "-f", str(overrides),
-    )  # fmt: skip
-    objects = support.release_objects(helm, "umb", namespace)
-    cluster_values = merge(
-        merge(
-            load_yaml(CLUSTER_CHART.path / "values.yaml"),
-            UMBRELLA_DEFAULTS.get("slurm-cluster") or {},
-        ),
-        profile.get("slurm-cluster") or {},
-    )
-    reconcile_and_load(op_cluster, proxy, database, objects, cluster_values, namespace, tmp_path)
-
-
 def reconcile_and_load(  # noqa: PLR0917
     op_cluster: Cluster,
     proxy: slinky_operator.ServiceProxy,
@@ -379,22 +299,12 @@ def reconcile_and_load(  # noqa: PLR0917
         wanted: dict[str, set[str]] = {}
     else:
         wanted = expected_partitions(values)
-    # The operator writes slurm.conf as soon as it reconciles the Controller and rewrites it as
-    # its cache learns the NodeSets: a first version without the NodeSets' own partitions is not
-    # an error (seen when the Controller was reconciled before the NodeSets reached the cache).
-    config = support.wait_object(
-        op_cluster,
-        "configmap",
-        f"{name}-config",
-        namespace,
-        ready=lambda c: set(wanted) <= _conf_partitions(c),
-        what=f" naming partitions {sorted(wanted)}",
+    config = k8s_objects.wait_controller_config(
+        op_cluster, name, namespace, partitions=wanted, external=bool(spec.get("external"))
     )
     slurm_conf = config["data"]["slurm.conf"]
     owners = {o["kind"] for o in config["metadata"].get("ownerReferences", [])}
     assert "Controller" in owners, config["metadata"]
-    if not spec.get("external"):
-        support.wait_object(op_cluster, "statefulset", f"{name}-controller", namespace)
 
     conf_files = slinky_operator.slurmctld_files(op_cluster, namespace, spec, slurm_conf)
 
@@ -430,8 +340,8 @@ def reconcile_and_load(  # noqa: PLR0917
         )
         if dbd is not None:
             # slurmctld registered its cluster with slurmdbd (real accounting, not "none").
-            clusters = ctld.run("sacctmgr", "-n", "-P", "list", "cluster", "format=Cluster").stdout
-            assert slurm_conf_value(slurm_conf, "ClusterName") in clusters.split(), clusters
+            clusters = ctld.registered_clusters()
+            assert slurm_conf_value(slurm_conf, "ClusterName") in clusters, clusters
         members = nodeset_hosts(
             (slinky_operator.slurm_nodeset_name(n), int(n["spec"].get("replicas") or 0))
             for n in nodesets
@@ -473,140 +383,30 @@ def reconcile_and_load(  # noqa: PLR0917
             assert shown_topology.get(part) == topo_name, (part, shown_topology)
 
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
-
-
-def _pods_of(cluster: Cluster, namespace: str, owner: str) -> list[dict[str, Any]]:
-    pods = cluster.kubectl_json("get", "pods", "-n", namespace)["items"]
-    return [
-        p for p in pods
-        if any(o["kind"] == "NodeSet" and o["name"] == owner
-               for o in p["metadata"].get("ownerReferences", []))
-    ]  # fmt: skip
-
-
-def _term_matches(labels: dict[str, str], term: dict[str, Any]) -> bool:
-    """One nodeSelectorTerm (matchExpressions, the operators a NodeSet uses) against node labels."""
-    for expr in term.get("matchExpressions", []):
-        key, op, values = expr["key"], expr["operator"], expr.get("values", [])
-        ok = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": key not in labels or labels[key] not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }[op]
-        if not ok:
-            return False
-    return True
-
-
-def _fits(
-    node: dict[str, Any],
-    selector: dict[str, str],
-    requests: dict[str, str],
-    affinity: dict[str, Any] | None = None,
-) -> bool:
-    """Whether ``node`` matches the nodeSelector, the required node affinity and the GPU request."""
-    labels = node["metadata"].get("labels", {})
-    if any(labels.get(k) != v for k, v in selector.items()):
-        return False
-    required = ((affinity or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required and not any(_term_matches(labels, t) for t in required["nodeSelectorTerms"]):
-        return False
-    capacity = node["status"].get("capacity", {})
-    return all(
-        int(capacity.get(r, "0")) >= int(requests[r]) for r in GPU_RESOURCES if r in requests
-    )
-
-
 def assert_nodeset_pods_placed(cluster: Cluster, namespace: str, nodeset: dict[str, Any]) -> None:
     """The operator creates the NodeSet's pods, and the scheduler puts each only on a node whose
-    labels match the NodeSet's nodeSelector and whose capacity has the GPUs the pod requests;
-    where the fleet has no such node the pods stay unscheduled."""
-    name = nodeset["metadata"]["name"]
-    template = nodeset["spec"].get("template", {}).get("spec", {})
-    selector = template.get("nodeSelector", {})
-    affinity = template.get("affinity")
-    daemonset = nodeset["spec"].get("scalingMode") == "DaemonSet"
-    replicas = int(nodeset["spec"].get("replicas") or 0)
+    labels, affinity and taints admit it and whose GPUs cover its request; where the fleet has
+    no such node the pods stay unscheduled (:func:`slinky_harness.k8s.placement.settle_nodeset`
+    waits for them, as the conformance command's live phase does)."""
+    nodeset = {**nodeset, "metadata": {**nodeset["metadata"], "namespace": namespace}}
     nodes = cluster.kubectl_json("get", "nodes")["items"]
-
-    some_node_fits = any(_fits(n, selector, {}, affinity) for n in nodes)
-
-    def refused_uids() -> set[str]:
-        """Pods the scheduler refused, from its FailedScheduling events. Not from the pods'
-        PodScheduled=False condition: the operator writes its own pod conditions
-        (``SlurmNodeStateIdle`` once slurmctld knows the node) from the pod it last read, and
-        that write can drop the scheduler's condition, which the scheduler does not set again."""
-        events = cluster.kubectl_json("get", "events", "-n", namespace)["items"]
-        return {
-            e["involvedObject"].get("uid", "")
-            for e in events
-            if e.get("reason") == "FailedScheduling" and e["involvedObject"].get("kind") == "Pod"
-        }
-
-    def settled() -> str:
-        pods = _pods_of(cluster, namespace, name)
-        if not daemonset and len(pods) < replicas:
-            return f"{len(pods)}/{replicas} pods created"
-        if some_node_fits:  # every pod placed
-            waiting = [p for p in pods if not p["spec"].get("nodeName")]
-        else:  # every pod refused by the scheduler, and none placed
-            refused = refused_uids()
-            waiting = [
-                p for p in pods
-                if p["metadata"]["uid"] not in refused or p["spec"].get("nodeName")
-            ]  # fmt: skip
-        return "; ".join(
-            f"{p['metadata']['name']}: "
-            + str([
-                (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
-                for c in p.get("status", {}).get("conditions", [])
-            ])
-            for p in waiting
+    settled = placement.settle_nodeset(
+        cluster, nodeset, nodes, f"NodeSet {nodeset['metadata']['name']}", timeout=180
+    )
+    if isinstance(settled, str):
+        log = cluster.logs_dir / "kube-scheduler.log"
+        tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+        events = cluster.kubectl("get", "events", "-n", namespace, check=False)
+        raise AssertionError(
+            f"{settled}\nkube-scheduler.log, last lines:\n" + "\n".join(tail)
+            + f"\nevents in {namespace}:\n{events[-6000:]}"
         )  # fmt: skip
-
-    def everything() -> str:
-        pods = cluster.kubectl_json("get", "pods", "-A")["items"]
-        return "\n".join(
-            f"{p['metadata']['namespace']}/{p['metadata']['name']} node={p['spec'].get('nodeName')} "
-            f"phase={p.get('status', {}).get('phase')} deleting={p['metadata'].get('deletionTimestamp')} "
-            f"scheduler={p['spec'].get('schedulerName')}"
-            for p in pods
-        )
-
-    if replicas or daemonset:
-        try:
-            wait_for(
-                lambda: not settled(),
-                timeout=180,
-                what=f"NodeSet {name}'s pods to be created and scheduled",
-                every=0.5,
-                detail=settled,
-            )
-        except WaitTimeout as exc:
-            log = cluster.logs_dir / "kube-scheduler.log"
-            tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
-            events = cluster.kubectl("get", "events", "-n", namespace, check=False)
-            raise AssertionError(
-                f"{exc}\nall pods:\n{everything()}\nkube-scheduler.log, last lines:\n"
-                + "\n".join(tail)
-                + f"\nevents in {namespace}:\n{events[-6000:]}"
-            ) from None
+    needs, placed = settled.needs, settled.placed
     by_name = {n["metadata"]["name"]: n for n in nodes}
-    for pod in _pods_of(cluster, namespace, name):
-        if not pod["spec"].get("nodeName"):
-            continue
-        container = next(c for c in pod["spec"]["containers"] if c["name"] == "slurmd")
-        resources = container.get("resources", {})
-        requests = {**resources.get("limits", {}), **resources.get("requests", {})}
-        node = by_name[pod["spec"]["nodeName"]]
-        assert _fits(node, selector, requests, affinity), (
-            pod["metadata"]["name"],
-            node["metadata"]["name"],
-        )
+    if not any(needs.admits(n) and needs.fits(n) for n in nodes):
+        assert not placed.placed, f"placed where no node fits: {placed.placed}"
+    for pod, node in placed.placed.items():
+        assert needs.admits(by_name[node]) and needs.fits(by_name[node]), (pod, node)
 
 
 def test_webhook_denies_controller_that_claims_slurm_conf(
@@ -740,7 +540,7 @@ def test_each_script_directive_mounts_the_script_its_values_gave(  # noqa: PLR09
     )
     name = controller["metadata"]["name"]
     directives = "|".join(d for d, _ in SCRIPT_DIRECTIVES.values())
-    config = support.wait_object(
+    config = k8s_objects.wait_object(
         op_cluster,
         "configmap",
         f"{name}-config",
@@ -759,7 +559,9 @@ def test_each_script_directive_mounts_the_script_its_values_gave(  # noqa: PLR09
         assert "/" not in file, f"{directive}={path} is not in /etc/slurm"
         named.setdefault(directive, set()).add(file)
     assert named == {d: set(files) for d, files in wanted.items()}, config["data"]["slurm.conf"]
-    statefulset = support.wait_object(op_cluster, "statefulset", f"{name}-controller", namespace)
+    statefulset = k8s_objects.wait_object(
+        op_cluster, "statefulset", f"{name}-controller", namespace
+    )
     mounted = _mounted_sources(op_cluster, namespace, statefulset)
     for directive, scripts in wanted.items():
         for file, script in scripts.items():

@@ -38,6 +38,7 @@ from slinky_harness.build import slinky, toolchain
 from slinky_harness.helm.client import Helm
 from slinky_harness.k8s import operator as slinky_operator
 from slinky_harness.k8s.cluster import Cluster
+from slinky_harness.k8s.objects import wait_object
 from slinky_harness.k8s.references import key_refs
 from slinky_harness.slurm import ctld as slurm
 from slinky_harness.slurm.conf import parse_records
@@ -124,11 +125,11 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         controller = next(d for d in objects if d["kind"] == "Controller")
         name, spec = controller["metadata"]["name"], controller["spec"]
         # The operator rewrites slurm.conf as its cache learns the NodeSet (test_operator.py).
-        config = support.wait_object(
-            cluster, "configmap", f"{name}-config", CLUSTER_NS,
-            ready=_has_partition, what=" with a partition",
+        config = wait_object(
+            cluster, "configmap", f"{name}-config", CLUSTER_NS, _has_partition,
+            what=" with a partition",
         )  # fmt: skip
-        support.wait_object(cluster, "statefulset", f"{name}-controller", CLUSTER_NS)
+        wait_object(cluster, "statefulset", f"{name}-controller", CLUSTER_NS)
         before_conf = config["data"]["slurm.conf"]
         assert PARTITION_LINE in before_conf.splitlines(), before_conf
         secrets = sorted({name for _, kind, name in key_refs(spec) if kind == "Secret"})
@@ -164,9 +165,9 @@ def test_upstream_operator_and_cluster_upgrade_in_place_and_slurmctld_keeps_its_
         assert _uids(cluster, kept) == before, "an object was deleted and recreated"
         assert {s: _secret_data(cluster, s) for s in secrets} == keys, "a key changed"
         new_spec = cluster.kubectl_json("get", "controller", name, "-n", CLUSTER_NS)["spec"]
-        config = support.wait_object(
-            cluster, "configmap", f"{name}-config", CLUSTER_NS,
-            ready=_has_partition, what=" with a partition",
+        config = wait_object(
+            cluster, "configmap", f"{name}-config", CLUSTER_NS, _has_partition,
+            what=" with a partition",
         )  # fmt: skip
         after_conf = config["data"]["slurm.conf"]
         assert _cluster_name(after_conf) == _cluster_name(before_conf)

@@ -13,10 +13,11 @@ import yaml
 from junitparser import JUnitXml
 from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
 
-from slinky_harness.apps.conformance import cli, static
-from slinky_harness.apps.conformance import slurm as conformance_slurm
-from slinky_harness.apps.conformance.context import Context, run_steps
-from slinky_harness.apps.conformance.target import load_manifests, resolve
+from slinky_conformance import cli
+from slinky_conformance.context import Context, run_steps
+from slinky_conformance.steps import static
+from slinky_conformance.steps.slurm import state as conformance_slurm
+from slinky_conformance.target import load_manifests, resolve
 from slinky_harness.build import controlplane, slinky, slurm_chroot
 from slinky_harness.k8s import cluster as kube_cluster
 from slinky_harness.k8s import schemas as kubeschema
@@ -24,7 +25,7 @@ from slinky_harness.k8s import schemas as kubeschema
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from slinky_harness.apps.conformance.report import Report, StepResult
+    from slinky_conformance.report import Report, StepResult
 
 
 def _run(

@@ -1,4 +1,4 @@
-"""The conformance command's slurm phase (``slinky_harness.apps.conformance.slurm``) on a real
+"""The conformance command's slurm phase (``slinky_conformance.steps.slurm``) on a real
 slurmctld 26.05, without the live phase: the release's objects come from ``helm template`` of
 the umbrella, and ``ctx.slurm_files`` from the harness's operator-shaped slurm.conf for them
 (``apps.demo.slurm.harness_slurm_conf``: the NodeSet and partition lines the operator writes,
@@ -21,16 +21,16 @@ import pytest
 import yaml
 from tests.conformance_cases import BROKEN, expectations, prerequisites
 
-from slinky_harness.apps.conformance import slurm as phase
-from slinky_harness.apps.conformance.context import Context, Outcome, Step, run_steps
-from slinky_harness.apps.conformance.target import load_manifests, resolve
+from slinky_conformance.context import Context, Outcome, Step, run_steps
+from slinky_conformance.steps import slurm as phase
+from slinky_conformance.target import load_manifests, resolve
 from slinky_harness.apps.demo.slurm import harness_slurm_conf
 from slinky_harness.helm import client as helm
 from slinky_harness.k8s.operator import controller_files, slurm_nodeset_name
 from slinky_harness.slurm.dbd_conf import rendered_secret
 
 if TYPE_CHECKING:
-    from slinky_harness.apps.conformance.report import Report
+    from slinky_conformance.report import Report
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_DATA = REPO / "tests" / "data" / "conformance" / "slurm"

@@ -293,6 +293,14 @@ class SlurmClient:
         """``sacctmgr -i <args>`` (immediate: no confirmation) -> stdout; raises on failure."""
         return self.run(self._client("sacctmgr"), "-i", *args, user=user).stdout
 
+    def registered_clusters(self) -> list[str]:
+        """The clusters slurmdbd has registered (``sacctmgr list cluster``; none when it cannot
+        be asked)."""
+        listed = self.run(
+            self._client("sacctmgr"), "-n", "-P", "list", "cluster", "format=Cluster", check=False
+        )
+        return listed.stdout.split()
+
     def sacct(self, *args: str, user: str | None = None) -> str:
         """``sacct <args>`` -> stdout (e.g. ``-X -n -P -a -o JobID,Account,QOS``)."""
         return self.run(self._client("sacct"), *args, user=user).stdout

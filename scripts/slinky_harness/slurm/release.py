@@ -1,7 +1,7 @@
 """What a slurm-cluster release asks of slurmctld, and how to check a running one against it.
 
 The cluster tier (``tests/cluster/test_operator.py``) and the conformance command's slurm phase
-(:mod:`slinky_harness.apps.conformance.slurm`) both load the operator's slurm.conf into a real
+(:mod:`slinky_conformance.steps.slurm`) both load the operator's slurm.conf into a real
 slurmctld and compare it with the values:
 
 * :func:`expected_partitions` and :func:`expected_partition_topology`: the oracle, read from the

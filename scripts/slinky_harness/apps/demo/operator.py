@@ -3,10 +3,9 @@ written the Controller's slurm.conf."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -15,7 +14,7 @@ from slinky_harness.apps.demo import (
     DemoError,
 )
 from slinky_harness.build import slinky
-from slinky_harness.core.polling import wait_for
+from slinky_harness.k8s import objects
 from slinky_harness.k8s import operator as slinky_operator
 
 if TYPE_CHECKING:
@@ -118,32 +117,20 @@ def wait_for_operator(
     config_map = f"{controller}-config"
     statefulset = f"{controller}-controller"
 
-    def written(kind: str, name: str) -> dict[str, Any] | None:
+    def alive() -> None:
         if not run.manager.alive():
             raise DemoError(
                 f"operator: the manager exited ({run.manager.proc.returncode}); "
                 f"see {run.manager.log_path}"
             )
-        text = cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-        found: dict[str, Any] | None = json.loads(text) if text.strip() else None
-        return found
 
-    def conf_ready() -> str:
-        found = written("configmap", config_map)
-        conf = str(((found or {}).get("data") or {}).get("slurm.conf", ""))
-        lines = set(conf.splitlines())
-        if all(any(x.startswith(f"NodeSet={n} ") for x in lines) for n in nodesets):
-            return conf
-        return ""
-
-    what = f"the operator to write ConfigMap {namespace}/{config_map} with NodeSet {nodesets}"
-    run.slurm_conf = wait_for(conf_ready, timeout=OPERATOR_TIMEOUT, what=what)
-    owner = written("configmap", config_map) or {}
-    owners = {o["kind"] for o in owner.get("metadata", {}).get("ownerReferences") or []}
+    config = objects.wait_controller_config(
+        cluster, controller, namespace, nodesets=nodesets, alive=alive, timeout=OPERATOR_TIMEOUT
+    )
+    run.slurm_conf = objects.slurm_conf(config)
+    owners = {o["kind"] for o in config["metadata"].get("ownerReferences") or []}
     if "Controller" not in owners:
         raise DemoError(f"ConfigMap {namespace}/{config_map} is not owned by a Controller")
-    what = f"the operator to write StatefulSet {namespace}/{statefulset}"
-    wait_for(lambda: written("statefulset", statefulset), timeout=OPERATOR_TIMEOUT, what=what)
     run.config_map = f"{namespace}/{config_map}"
     run.statefulset = f"{namespace}/{statefulset}"
 

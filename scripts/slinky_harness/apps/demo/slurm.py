@@ -3,7 +3,6 @@ dynamic node per Kubernetes node; the report lines."""
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -177,14 +176,12 @@ def _units(ctld: Any, topology: str) -> dict[str, set[str]]:
 
 def _job_line(ctld: Any, partition: str, topology: str | None) -> str:
     """Where ``sbatch --test-only -N 18`` would start in ``partition``, and in which unit."""
-    job = ctld.run("sbatch", "--test-only", "-N", "18", "-p", partition, "--wrap", "true")
-    text = (job.stdout + job.stderr).strip()
-    found = re.search(r"on nodes (\S+)", text)
+    job = ctld.test_only("-N", "18", "-p", partition)
     head = f"  18-node job in partition {partition} (topology {topology})"
-    if not found:
-        return f"{head}: {text.splitlines()[-1:]}"
-    nodes = set(ctld.hostnames(found.group(1)))
+    if not job.ok:
+        return f"{head}: {job.text.splitlines()[-1:]}"
+    nodes = set(ctld.hostnames(job.nodes))
     units = _units(ctld, topology) if topology else {}
     inside = sorted((len(members), unit) for unit, members in units.items() if nodes <= members)
     where = f"all in {inside[0][1]}" if inside else "not within one unit"
-    return f"{head}: {found.group(1)} ({where})"
+    return f"{head}: {job.nodes} ({where})"

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from pathlib import Path
 
+CLUSTER = "slurm-cluster"
+"""The chart whose values the slurm.conf, Slurm and reference steps read."""
 SUITE_CHARTS = ("slurm-operator", "slurm-cluster", "slurm-bridge", "gpu-topology-labeler")
 """The suite's charts a deployment is made of (slurm-operator-crds comes with slurm-operator)."""
 

@@ -1,10 +1,11 @@
-"""Where the live phase's pods landed, and why the ones that did not land did not.
+"""Where a workload's pods landed on a control plane, and why the ones that did not land did not.
 
-The operator makes a NodeSet's pods (StatefulSet mode: ``replicas`` pods; DaemonSet mode: one
-per node whose labels and taints admit the pod) and kube-scheduler places them on the fake
-fleet. A pod left unplaced has FailedScheduling events saying why; this module reads them, and
-the Nodes, to say what the values should change: the node selector (no node has the label), the
-GPU request (no node has that many) or the tolerations (the nodes are tainted).
+The Slinky operator makes a NodeSet's pods (StatefulSet mode: ``replicas`` pods; DaemonSet mode:
+one per node whose labels and taints admit the pod) and kube-scheduler places them. A pod left
+unplaced has FailedScheduling events saying why (:func:`scheduler_messages`); :class:`PodNeeds`
+says which nodes a NodeSet's pods may land on and :func:`settle` waits until each pod is placed or
+refused (:func:`settle_nodeset` for a NodeSet). The conformance command (its live phase) and
+the cluster tier's operator tests share these.
 """
 
 from __future__ import annotations
@@ -13,13 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness.apps.conformance.fleet import GPU_RESOURCES, whole_count
-from slinky_harness.apps.conformance.report import Finding
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from slinky_harness.apps.conformance.target import Target
     from slinky_harness.k8s.cluster import Cluster
 
 WORKER_TOLERATION = {"key": "nodeset.slinky.slurm.net/worker", "operator": "Exists"}
@@ -41,7 +38,7 @@ def _term_matches(labels: dict[str, str], term: dict[str, Any]) -> bool:
     return True
 
 
-def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
     for tol in tolerations:
         if tol.get("effect") and tol["effect"] != taint.get("effect"):
             continue
@@ -98,7 +95,7 @@ class PodNeeds:
     def taints_ok(self, node: dict[str, Any]) -> bool:
         taints = (node.get("spec") or {}).get("taints") or []
         return all(
-            _tolerates(self.tolerations, t)
+            tolerates(self.tolerations, t)
             for t in taints
             if t.get("effect") in ("NoSchedule", "NoExecute")
         )
@@ -176,103 +173,53 @@ def settle(  # noqa: PLR0917
         time.sleep(0.5)
 
 
-def label_values(nodes: list[dict[str, Any]], key: str) -> list[str]:
-    return sorted({str((n["metadata"].get("labels") or {})[key]) for n in nodes
-                   if key in (n["metadata"].get("labels") or {})})  # fmt: skip
+def owned_by(pod: dict[str, Any], kind: str, name: str) -> bool:
+    """Whether ``pod`` has an owner reference to ``kind``/``name``."""
+    return any(
+        o.get("kind") == kind and o.get("name") == name
+        for o in pod["metadata"].get("ownerReferences") or []
+    )
 
 
-def user_set(block: dict[str, Any], *parts: str) -> bool:
-    node: Any = block
-    for part in parts:
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True
+@dataclass
+class NodeSetPods:
+    """A NodeSet's pods once settled: what they need of a node, how many the operator makes
+    (``replicas``, or in DaemonSet mode one per node that admits them) and where they went."""
+
+    needs: PodNeeds
+    expected: int
+    placed: Placed
 
 
-def where_set(target: Target, key: str, *parts: str) -> str:
-    """The values path of ``parts`` under NodeSet ``key``: ``nodesets.<key>...`` unless only the
-    user's ``nodesetDefaults`` sets it."""
-    block = target.user_block("slurm-cluster")
-    if not user_set(block, "nodesets", key, *parts) and user_set(block, "nodesetDefaults", *parts):
-        return target.path_of("slurm-cluster", "nodesetDefaults", *parts)
-    return target.path_of("slurm-cluster", "nodesets", key, *parts)
+def settle_nodeset(
+    cluster: Cluster,
+    nodeset: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    what: str,
+    timeout: float = SETTLE_TIMEOUT,
+) -> NodeSetPods | str:
+    """Wait until each pod the operator makes for ``nodeset`` (an object as the API server has
+    it) is placed on one of ``nodes`` or refused by the scheduler (:func:`settle`); what was
+    missing at the time-out when they did not settle."""
+    needs = PodNeeds.of_nodeset(nodeset)
+    spec = nodeset["spec"]
+    expected = (
+        sum(1 for n in nodes if needs.admits(n))
+        if spec.get("scalingMode") == "DaemonSet"
+        else int(spec.get("replicas") or 0)
+    )
+    name = nodeset["metadata"]["name"]
+    namespace = nodeset["metadata"]["namespace"]
+    placed = settle(
+        cluster, namespace, lambda p: owned_by(p, "NodeSet", name), expected, what, timeout
+    )
+    return placed if isinstance(placed, str) else NodeSetPods(needs, expected, placed)
 
 
-def gpu_path(target: Target, key: str, resource: str) -> str:
-    """Where the NodeSet's per-pod GPU count is set: ``slurmd.resources.limits[...]`` where the
-    user wrote it, else ``gpu.count``."""
-    for kind in ("limits", "requests"):
-        parts = ("slurmd", "resources", kind, resource)
-        block = target.user_block("slurm-cluster")
-        if user_set(block, "nodesets", key, *parts) or user_set(block, "nodesetDefaults", *parts):
-            return where_set(target, key, *parts)
-    return where_set(target, key, "gpu", "count")
-
-
-def nodeset_findings(
-    target: Target, key: str, needs: PodNeeds, nodes: list[dict[str, Any]], placed: Placed
-) -> list[Finding]:
-    """What the values must change so that the NodeSet's refused pods (or, in DaemonSet mode,
-    its pods never made) land."""
-    admitted = [n for n in nodes if needs.admits(n)]
-    said = next(iter(placed.refused.values()), "")
-    evidence = f" (kube-scheduler: {said})" if said else ""
-    if not admitted:
-        matching = [n for n in nodes if not needs.label_mismatch(n)]
-        if not matching:
-            missing = sorted({k for n in nodes for k in needs.label_mismatch(n)})
-            have = "; ".join(
-                f"{k}: {', '.join(label_values(nodes, k)) or 'no node has the label'}"
-                for k in missing
-            )
-            wanted = ", ".join(f"{k}={needs.selector[k]}" for k in missing)
-            return [Finding(
-                where_set(target, key, "podSpec", "nodeSelector"),
-                f"NodeSet {key}: no node has {wanted}{evidence}; the fleet has: {have}",
-                "select labels the nodes carry (one of the values above), or label the nodes",
-            )]  # fmt: skip
-        if not any(needs.affinity_ok(n) for n in matching):
-            return [Finding(
-                where_set(target, key, "podSpec", "affinity"),
-                f"NodeSet {key}: no node matching the nodeSelector satisfies the required node "
-                f"affinity{evidence}",
-                "require labels the nodes carry, or move the rule to preferredDuringScheduling",
-            )]  # fmt: skip
-        taints = sorted({
-            f"{t['key']}={t.get('value', '')}:{t['effect']}"
-            for n in matching for t in (n.get("spec") or {}).get("taints") or []
-            if not _tolerates(needs.tolerations, t)
-        })  # fmt: skip
-        return [Finding(
-            where_set(target, key, "podSpec", "tolerations"),
-            f"NodeSet {key}: every node it selects is tainted {', '.join(taints)}{evidence}",
-            f"add tolerations for {', '.join(taints)}",
-        )]  # fmt: skip
-    for resource, count in needs.gpus.items():
-        most = max(
-            whole_count((n["status"].get("allocatable") or {}).get(resource, "0")) for n in admitted
-        )
-        if count > most:
-            gpu = resource in GPU_RESOURCES.values()
-            path = (
-                gpu_path(target, key, resource)
-                if gpu
-                else where_set(target, key, "slurmd", "resources", "limits", resource)
-            )
-            return [Finding(
-                path,
-                f"NodeSet {key}: each pod asks for {count} {resource}, and the most any node it "
-                f"selects has is {most}{evidence}",
-                (f"ask for at most {most} {'GPUs' if gpu else resource} per pod" if most else
-                 f"select nodes that have {resource}, or ask for none"),
-            )]  # fmt: skip
-    if placed.refused:
-        fit = sum(1 for n in admitted if needs.fits(n))
-        return [Finding(
-            where_set(target, key, "replicas"),
-            f"NodeSet {key}: {len(placed.refused)} of {placed.pods} pods not placed{evidence}; "
-            f"{fit} nodes fit its pods",
-            f"ask for at most {fit} replicas, or add nodes that fit",
-        )]  # fmt: skip
-    return []
+def whole_count(value: object) -> int:
+    """A count as values or a Node's allocatable give it (``2``, ``"8"``); 0 for anything else
+    (a quantity such as ``"500m"``)."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from slinky_harness.apps.conformance import slurm as phase
-from slinky_harness.apps.conformance.context import Context
-from slinky_harness.apps.conformance.target import Target, resolve
+from slinky_conformance import trace
+from slinky_conformance.context import Context
+from slinky_conformance.steps.slurm import accounting, load
+from slinky_conformance.target import Target, resolve
 from slinky_harness.slurm import release
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def umbrella(tmp_path: Path, block: dict[str, Any]) -> Target:
 def test_option_paths(
     block: dict[str, Any], option: str, value: str | None, expected: list[tuple[str, ...]]
 ) -> None:
-    assert phase.option_paths(block, option, value=value, without=[("accounting",)]) == expected
+    assert trace.option_paths(block, option, value=value, without=[("accounting",)]) == expected
 
 
 @pytest.mark.parametrize(
@@ -74,28 +75,28 @@ def test_option_paths(
     [
         pytest.param(
             "_parse_next_key: Parsing error at unrecognized key: MaxJobCnt",
-            phase.Culprit("MaxJobCnt"), id="unknown-key",
+            trace.Culprit("MaxJobCnt"), id="unknown-key",
         ),
         pytest.param(
-            'Bad value "forever" for MaxTime', phase.Culprit("MaxTime", "forever"),
+            'Bad value "forever" for MaxTime', trace.Culprit("MaxTime", "forever"),
             id="bad-value",
         ),
         pytest.param(
-            "MaxJobCount value (lots) is not a valid number", phase.Culprit("MaxJobCount", "lots"),
+            "MaxJobCount value (lots) is not a valid number", trace.Culprit("MaxJobCount", "lots"),
             id="not-a-number",
         ),
         pytest.param(
             'Parse error in file /srv/slinky/etc/gres.conf line 2: " Frob=1"',
-            phase.Culprit("Frob", None, " Frob=1", "gres.conf"), id="parse-error-line",
+            trace.Culprit("Frob", None, " Frob=1", "gres.conf"), id="parse-error-line",
         ),
         pytest.param(
             "Invalid PrologSlurmctld(`/srv/slinky/etc/x.sh`): No such file or directory",
-            phase.Culprit("PrologSlurmctld", "/srv/slinky/etc/x.sh"), id="invalid-option",
+            trace.Culprit("PrologSlurmctld", "/srv/slinky/etc/x.sh"), id="invalid-option",
         ),
     ],
 )  # fmt: skip
-def test_culprits_name_what_the_line_names(line: str, expected: phase.Culprit) -> None:
-    assert phase.culprits(line)[0] == expected
+def test_culprits_name_what_the_line_names(line: str, expected: trace.Culprit) -> None:
+    assert trace.culprits(line)[0] == expected
 
 
 def test_trace_names_the_values_path_and_quotes_slurmctld(tmp_path: Path) -> None:
@@ -105,7 +106,7 @@ def test_trace_names_the_values_path_and_quotes_slurmctld(tmp_path: Path) -> Non
         f"{LOG}_parse_next_key: Parsing error at unrecognized key: MaxJobCnt",
         "[2026-12-02T01:37:36.715] fatal: Unable to process configuration file",
     ]
-    [finding] = phase.trace(ctx, errors, "MaxJobCnt=5\n")
+    [finding] = trace.trace(ctx, errors, "MaxJobCnt=5\n")
     assert finding.path == "slurm-cluster.controller.extraConfMap.MaxJobCnt"
     assert finding.fix == (
         "remove or correct MaxJobCnt: slurmctld says: Parsing error at unrecognized key: MaxJobCnt"
@@ -118,7 +119,7 @@ def test_trace_falls_back_to_the_users_raw_slurm_conf(tmp_path: Path) -> None:
     target = umbrella(tmp_path, {"controller": {"extraConf": "SelectType=select/x\n"}})
     ctx = Context(target=target, work=tmp_path, kube_version="")
     errors = [f"{LOG}MaxNodeCount only compatible with cons_tres"]
-    [finding] = phase.trace(ctx, errors, "MaxNodeCount=1024\nSelectType=select/x\n")
+    [finding] = trace.trace(ctx, errors, "MaxNodeCount=1024\nSelectType=select/x\n")
     assert finding.path == "slurm-cluster.controller.extraConf"
     assert "MaxNodeCount only compatible with cons_tres" in finding.fix
 
@@ -142,7 +143,7 @@ def test_check_host(tmp_path: Path, host: str, objects: list[tuple[str, str]], f
         for name, namespace in objects
     ]
     ctx = Context(target=target, work=tmp_path, kube_version="", objects=services)
-    findings, said = phase.check_host(ctx, host, 3306, "slurm", "slurm-cluster.x.host")
+    findings, said = accounting.check_host(ctx, host, 3306, "slurm", "slurm-cluster.x.host")
     assert bool(findings) == fails, (findings, said)
     assert all(f.path == "slurm-cluster.x.host" and f.fix for f in findings)
 
@@ -184,13 +185,13 @@ def test_slurmd_conf_refuses_an_item_without_a_value() -> None:
     ],
 )
 def test_gres_gpus_counts_each_gpu_type(gres: str, expected: dict[str, int]) -> None:
-    assert phase.gres_gpus(gres) == expected
+    assert load.gres_gpus(gres) == expected
 
 
 def test_check_gres_conf_gives_each_node_the_gpus_it_declares() -> None:
     """The values' gres.conf first, then per node AutoDetect=off and, per GPU type, device
     files numbered on from the previous type's."""
-    text = phase.check_gres_conf(
+    text = load.check_gres_conf(
         "Name=nic Count=2\n",
         {"gpu-0": "gpu", "cpu-0": "cpu"},
         {"gpu": {"a": 2, "b": 1}, "cpu": {}},

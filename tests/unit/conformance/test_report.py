@@ -12,18 +12,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml, Skipped
 
-from slinky_harness.apps.conformance import cli
-from slinky_harness.apps.conformance.context import (
+from slinky_conformance import cli
+from slinky_conformance.context import (
     Context,
     Outcome,
     Step,
     StepFailed,
     run_steps,
 )
-from slinky_harness.apps.conformance.context import (
+from slinky_conformance.context import (
     Skipped as StepSkipped,
 )
-from slinky_harness.apps.conformance.report import (
+from slinky_conformance.report import (
     PHASES,
     Finding,
     Report,
@@ -31,14 +31,14 @@ from slinky_harness.apps.conformance.report import (
     render_text,
     write_junit,
 )
-from slinky_harness.apps.conformance.target import TargetError, format_path, resolve
+from slinky_conformance.target import TargetError, format_path, resolve
 from slinky_harness.build.controlplane import ControlPlaneError
 from slinky_harness.core.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from slinky_harness.apps.conformance.report import Status
+    from slinky_conformance.report import Status
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=40)
 _finding = st.builds(Finding, path=_text, problem=_text.filter(bool), fix=_text)

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from slinky_harness.helm.values import merge
 from slinky_harness.k8s.fleet import Fleet, NodeGroup
+from slinky_harness.k8s.placement import whole_count
 
 if TYPE_CHECKING:
-    from slinky_harness.apps.conformance.target import Target
+    from slinky_conformance.target import Target
 
 GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
 """Extended resource of each ``gpu.vendor``: what the vendor's device plugin advertises."""
@@ -83,15 +84,6 @@ def extended_resources(merged: dict[str, Any]) -> dict[str, str]:
     resources = (merged.get("slurmd") or {}).get("resources") or {}
     wanted = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
     return {str(k): str(v) for k, v in wanted.items() if "/" in str(k)}
-
-
-def whole_count(value: object) -> int:
-    """A count as values or a Node's allocatable give it (``2``, ``"8"``); 0 for anything else
-    (a quantity such as ``"500m"``)."""
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
 
 
 def wants(key: str, merged: dict[str, Any]) -> NodeSetWants:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 from referencing import Registry, Resource
 
-from slinky_harness.apps.conformance.report import Finding
+from slinky_conformance.report import Finding
 from slinky_harness.helm import charts as chart_index
 from slinky_harness.k8s import schemas as kubeschema
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from slinky_harness.apps.conformance.target import Target
+    from slinky_conformance.target import Target
 
 CHART = "slurm-cluster"
 DEFINITIONS = "https://kubernetes.io/api/_definitions.json"

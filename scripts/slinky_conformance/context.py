@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness.apps.conformance.report import Finding, Report, StepResult
+from slinky_conformance.report import Finding, Report, StepResult
 from slinky_harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from slinky_harness.apps.conformance.target import Target
+    from slinky_conformance.target import Target
     from slinky_harness.helm.client import Helm
     from slinky_harness.k8s.cluster import Cluster
 

@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slinky_harness.apps.conformance import live, slurm, static
-from slinky_harness.apps.conformance.context import Context, run_steps, say
-from slinky_harness.apps.conformance.report import PHASES, render_text, write_junit
-from slinky_harness.apps.conformance.target import TargetError, load_manifests, resolve
+from slinky_conformance.context import Context, run_steps, say
+from slinky_conformance.report import PHASES, render_text, write_junit
+from slinky_conformance.steps import live, slurm, static
+from slinky_conformance.target import TargetError, load_manifests, resolve
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.k8s import fleet as k8s_fleet
 from slinky_harness.k8s import schemas as kubeschema
@@ -30,7 +30,7 @@ from slinky_topology.sources import fabric_file
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from slinky_harness.apps.conformance.context import Step
+    from slinky_conformance.context import Step
 
 STEPS: dict[str, tuple[Step, ...]] = {
     "static": static.STEPS,

@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
-from slinky_harness.apps.conformance import fleet as values_fleet
-from slinky_harness.apps.conformance import live, placement
-from slinky_harness.apps.conformance import slurm as slurm_phase
-from slinky_harness.apps.conformance.context import Context
-from slinky_harness.apps.conformance.report import Report, StepResult, render_text, write_junit
-from slinky_harness.apps.conformance.target import resolve
+from slinky_conformance.context import Context
+from slinky_conformance.report import Report, StepResult, render_text, write_junit
+from slinky_conformance.steps.live import fleet as values_fleet
+from slinky_conformance.steps.live import install as live
+from slinky_conformance.steps.live import placement
+from slinky_conformance.steps.slurm import load as slurm_load
+from slinky_conformance.steps.slurm import state as slurm_state
+from slinky_conformance.target import resolve
 from slinky_harness.helm import webhook_postrender
+from slinky_harness.k8s import placement as k8s_placement
 from slinky_harness.k8s.fleet import FleetError, fleet_from_nodes, load_nodes
 
 REPO = Path(__file__).resolve().parents[3]
@@ -145,28 +148,28 @@ def node(
     ("needs", "nodes", "path", "says"),
     [
         pytest.param(
-            placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 8}),
+            k8s_placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 8}),
             [node("a", {"gpu": "a100"}, 8)],
             "slurm-cluster.nodesets.big.podSpec.nodeSelector",
             "no node has gpu=h100",
             id="selector",
         ),
         pytest.param(
-            placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 16}),
+            k8s_placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 16}),
             [node("a", {"gpu": "h100"}, 8), node("b", {}, 0)],
             "slurm-cluster.nodesets.big.gpu.count",
             "ask for at most 8 GPUs",
             id="gpus",
         ),
         pytest.param(
-            placement.PodNeeds({}, {}, [], {"vpc.amazonaws.com/efa": 32}),
+            k8s_placement.PodNeeds({}, {}, [], {"vpc.amazonaws.com/efa": 32}),
             [node("a", {}, 0) | {"status": {"allocatable": {"vpc.amazonaws.com/efa": "8"}}}],
             'slurm-cluster.nodesets.big.slurmd.resources.limits["vpc.amazonaws.com/efa"]',
             "at most 8 vpc.amazonaws.com/efa",
             id="efa",
         ),
         pytest.param(
-            placement.PodNeeds({"gpu": "h100"}, {}, [], {}),
+            k8s_placement.PodNeeds({"gpu": "h100"}, {}, [], {}),
             [
                 node(
                     "a",
@@ -182,10 +185,10 @@ def node(
     ],
 )
 def test_an_unplaced_nodeset_is_a_finding_at_what_to_change(
-    tmp_path: Path, needs: placement.PodNeeds, nodes: list[dict[str, Any]], path: str, says: str
+    tmp_path: Path, needs: k8s_placement.PodNeeds, nodes: list[dict[str, Any]], path: str, says: str
 ) -> None:
     target = resolve([write(tmp_path, {"slurm-cluster": {"nodesets": {"big": {"replicas": 1}}}})])
-    refused = placement.Placed(pods=1, refused={"big-0": "0/1 nodes are available"})
+    refused = k8s_placement.Placed(pods=1, refused={"big-0": "0/1 nodes are available"})
     findings = placement.nodeset_findings(target, "big", needs, nodes, refused)
     assert len(findings) == 1
     assert findings[0].path == path
@@ -194,8 +197,8 @@ def test_an_unplaced_nodeset_is_a_finding_at_what_to_change(
 
 def test_placed_nodeset_is_no_finding(tmp_path: Path) -> None:
     target = resolve([write(tmp_path, {"slurm-cluster": {}})])
-    needs = placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 8})
-    placed = placement.Placed(pods=1, placed={"big-0": "a"})
+    needs = k8s_placement.PodNeeds({"gpu": "h100"}, {}, [], {"nvidia.com/gpu": 8})
+    placed = k8s_placement.Placed(pods=1, placed={"big-0": "a"})
     assert (
         placement.nodeset_findings(target, "big", needs, [node("a", {"gpu": "h100"}, 8)], placed)
         == []
@@ -269,9 +272,9 @@ def test_as_many_nodes_join_as_pods_were_placed(tmp_path: Path) -> None:
         "spec": {"replicas": 4, "template": {"spec": {"hostname": "gpu-"}}},
     }
     ctx = Context(target, tmp_path, "1.36", objects=[nodeset])
-    assert [(n, c) for n, c, _ in slurm_phase._nodesets(ctx)] == [("gpu", 4)]
+    assert [(n, c) for n, c, _ in slurm_state.nodesets_of(ctx)] == [("gpu", 4)]
     ctx.extra["placed"] = {"gpu": 2}
-    assert [(n, c) for n, c, _ in slurm_phase._nodesets(ctx)] == [("gpu", 2)]
-    assert slurm_phase._joined(ctx, 2) == ""
+    assert [(n, c) for n, c, _ in slurm_state.nodesets_of(ctx)] == [("gpu", 2)]
+    assert slurm_load._joined(ctx, 2) == ""
     ctx.extra["placed"] = {"gpu": 9}
-    assert slurm_phase._joined(ctx, 4) == " (of 9 placed pods: at most 4 per NodeSet join)"
+    assert slurm_load._joined(ctx, 4) == " (of 9 placed pods: at most 4 per NodeSet join)"

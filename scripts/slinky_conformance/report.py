@@ -43,6 +43,11 @@ class Finding:
         return f"{where}{self.problem}; fix: {self.fix}"
 
 
+def unique(findings: list[Finding]) -> list[Finding]:
+    """``findings`` without repeats, in their order."""
+    return list(dict.fromkeys(findings))
+
+
 @dataclass
 class StepResult:
     """The outcome of one step: ``reason`` is one line (what held, why it was skipped, or what

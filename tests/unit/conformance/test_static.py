@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from slinky_harness.apps.conformance import static
-from slinky_harness.apps.conformance.context import Context
-from slinky_harness.apps.conformance.target import resolve
+from slinky_conformance.context import Context
+from slinky_conformance.steps.static import helm, objects, references, security, slurm_conf
+from slinky_conformance.target import resolve
 from slinky_harness.k8s import podsecurity, rbac
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def test_partition_naming_a_disabled_nodeset_names_the_list_item(tmp_path: Path)
         "nodesets:\n  a: {}\n  b: {enabled: false}\n"
         "partitions:\n  p:\n    nodesets: [a, b, all]\n  spare:\n    enabled: false\n    nodesets: [zz]\n",
     )
-    findings = static.partition_findings(target, target.chart_values(CLUSTER_CHART))
+    findings = references.partition_findings(target, target.chart_values(CLUSTER_CHART))
     assert [f.path for f in findings] == ["partitions.p.nodesets[1]"]
     assert "disabled" in findings[0].problem
     assert findings[0].fix.startswith("name one of: a, ALL")
@@ -48,7 +48,7 @@ def test_partition_paths_carry_the_subchart_in_an_umbrella(tmp_path: Path) -> No
         "slurm-cluster:\n  nodesets:\n    gpu: {enabled: false}\n    c: {}\n"
         "  partitions:\n    slurm-bridge:\n      nodesets: [gpu]\n",
     )
-    findings = static.partition_findings(target, target.chart_values(CLUSTER_CHART))
+    findings = references.partition_findings(target, target.chart_values(CLUSTER_CHART))
     assert [f.path for f in findings] == ["slurm-cluster.partitions.slurm-bridge.nodesets[0]"]
 
 
@@ -61,7 +61,7 @@ def test_topology_node_under_two_leaf_switches_is_a_finding(tmp_path: Path) -> N
         "            children: s[1-2]\n"
         "partitions:\n  p:\n    nodesets: [ALL]\n    topology: other\n",
     )
-    findings = static.topology_findings(target, target.chart_values(CLUSTER_CHART))
+    findings = references.topology_findings(target, target.chart_values(CLUSTER_CHART))
     assert [f.path for f in findings] == ["topology.yaml", "partitions.p.topology"]
     assert "n2" in findings[0].problem
     assert findings[1].fix == "name one of: t"
@@ -74,7 +74,7 @@ def test_a_valid_inline_topology_has_no_finding(tmp_path: Path) -> None:
         "        block_sizes: [2]\n        blocks:\n          - block: b1\n            nodes: n[1-2]\n"
         "          - block: b2\n            nodes: n[3-4]\n",
     )
-    assert static.topology_findings(target, target.chart_values(CLUSTER_CHART)) == []
+    assert references.topology_findings(target, target.chart_values(CLUSTER_CHART)) == []
 
 
 def _pod(name: str, volume_secret: str, **spec: Any) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def test_secret_references_the_render_does_not_make(tmp_path: Path) -> None:
             "spec": {"storageConfig": {"passwordKeyRef": {"name": "db-pass", "key": "p"}}},
         },
     ]
-    findings = static.secret_findings(target, docs)
+    findings = references.secret_findings(target, docs)
     named = sorted((f.path, f.problem.split("'")[1]) for f in findings)
     assert named == [("", "db-pass"), ("", "elsewhere"), ("imagePullSecrets[0]", "regcred")]
     regcred = next(f for f in findings if f.path)
@@ -121,11 +121,11 @@ def test_secret_references_the_render_does_not_make(tmp_path: Path) -> None:
 def test_existing_objects_count_as_made(tmp_path: Path) -> None:
     target = _cluster_target(tmp_path, "")
     docs = [_pod("a", "db-pass")]
-    assert [f.path for f in static.secret_findings(target, docs)] == [""]
+    assert [f.path for f in references.secret_findings(target, docs)] == [""]
     existing = [{"kind": "Secret", "metadata": {"name": "db-pass", "namespace": "slurm"}}]
-    assert static.secret_findings(target, docs, existing) == []
+    assert references.secret_findings(target, docs, existing) == []
     elsewhere = [{"kind": "Secret", "metadata": {"name": "db-pass", "namespace": "other"}}]
-    assert len(static.secret_findings(target, docs, elsewhere)) == 1
+    assert len(references.secret_findings(target, docs, elsewhere)) == 1
 
 
 def test_schema_findings_name_the_unknown_key_and_the_wrong_type() -> None:
@@ -135,7 +135,7 @@ def test_schema_findings_name_the_unknown_key_and_the_wrong_type() -> None:
         "additionalProperties": False,
         "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}}},
     }
-    findings = static.schema_findings(schema, {"a": {"n": "x"}, "typo": 1}, ("chart",))
+    findings = helm.schema_findings(schema, {"a": {"n": "x"}, "typo": 1}, ("chart",))
     assert {(f.path, f.problem) for f in findings} == {
         ("chart.typo", "unknown key"),
         ("chart.a.n", "'x' is not of type 'integer'"),
@@ -223,7 +223,7 @@ HELM_REQUIRED = (
 
 def test_helm_schema_errors_become_umbrella_paths(tmp_path: Path) -> None:
     target = _umbrella_target(tmp_path, "slurm-cluster: {}\n")
-    findings = static.helm_findings(target, HELM_SCHEMA_ERROR)
+    findings = helm.helm_findings(target, HELM_SCHEMA_ERROR)
     assert [(f.path, f.problem) for f in findings] == [
         ("slurm-cluster.scheduling.preset", "value must be one of 'fairshare', 'fifo', 'none'"),
         ("slurm-cluster.nodesets.compute.partition.enabled", "got string, want boolean"),
@@ -232,18 +232,18 @@ def test_helm_schema_errors_become_umbrella_paths(tmp_path: Path) -> None:
 
 def test_a_chart_refusal_names_the_value_path_and_the_fix(tmp_path: Path) -> None:
     target = _umbrella_target(tmp_path, "slurm-cluster: {}\n")
-    (finding,) = static.helm_findings(target, HELM_VALIDATE_FAIL)
+    (finding,) = helm.helm_findings(target, HELM_VALIDATE_FAIL)
     assert finding.path == "slurm-cluster.partitions.all.nodesets"
     assert finding.problem.endswith("known NodeSets are [compute]")
     assert finding.fix == "Fix the name, enable `nodesets.gpu`, or use `ALL`."
     chart = _cluster_target(tmp_path, "")
-    (finding,) = static.helm_findings(chart, HELM_VALIDATE_FAIL)
+    (finding,) = helm.helm_findings(chart, HELM_VALIDATE_FAIL)
     assert finding.path == "partitions.all.nodesets"
 
 
 def test_a_template_fail_without_a_top_level_path_keeps_the_message(tmp_path: Path) -> None:
     target = _umbrella_target(tmp_path, "slurm-cluster: {}\n")
-    (finding,) = static.helm_findings(target, HELM_REQUIRED)
+    (finding,) = helm.helm_findings(target, HELM_REQUIRED)
     assert finding.path == ""
     assert finding.problem == "an image repository is required (image.repository)"
 
@@ -264,7 +264,7 @@ def test_pod_security_fails_only_below_an_explicit_namespace_label(tmp_path: Pat
         "metadata": {"name": "n", "namespace": "hpc"},
         "spec": {"slurmd": {"image": "x"}},
     }
-    unlabelled = static.check_pod_security(_ctx(target, tmp_path, [nodeset]))
+    unlabelled = security.check_pod_security(_ctx(target, tmp_path, [nodeset]))
     assert unlabelled.findings == []
     assert unlabelled.details == [
         "namespace hpc: privileged (NodeSet hpc/n: slurmd: privileged container) "
@@ -275,7 +275,7 @@ def test_pod_security_fails_only_below_an_explicit_namespace_label(tmp_path: Pat
         "kind": "Namespace",
         "metadata": {"name": "hpc", "labels": {podsecurity.ENFORCE_LABEL: "baseline"}},
     }
-    (finding,) = static.check_pod_security(_ctx(target, tmp_path, [namespace, nodeset])).findings
+    (finding,) = security.check_pod_security(_ctx(target, tmp_path, [namespace, nodeset])).findings
     assert finding.path == 'extraObjects[0].labels["pod-security.kubernetes.io/enforce"]'
     assert finding.fix == "set pod-security.kubernetes.io/enforce=privileged on namespace hpc"
 
@@ -290,11 +290,11 @@ def test_rbac_step_fails_on_a_wildcard_verb_only(tmp_path: Path) -> None:
         "subjects": [{"kind": "ServiceAccount", "name": "sa"}],
     }
     role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
-    fine = static.check_rbac(_ctx(target, tmp_path, [role, binding]))
+    fine = security.check_rbac(_ctx(target, tmp_path, [role, binding]))
     assert fine.findings == []
     assert fine.details == ["ServiceAccount slurm/sa:", "  in namespace slurm: get pods"]
     role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]
-    (finding,) = static.check_rbac(_ctx(target, tmp_path, [role, binding])).findings
+    (finding,) = security.check_rbac(_ctx(target, tmp_path, [role, binding])).findings
     assert finding.problem.startswith("slurm/sa is granted wildcard verbs (* pods, slurm)")
 
 
@@ -316,7 +316,7 @@ def test_external_names_the_api_server_refuses(tmp_path: Path) -> None:
         for i, host in enumerate(hosts)
     ]
     docs.append(_obj("Service", "c", spec={"type": "ClusterIP", "externalName": "UPPER"}))
-    findings = static.external_name_findings(target, docs)
+    findings = objects.external_name_findings(target, docs)
     bad = [h for h, refused in hosts.items() if refused]
     assert [f.problem.split("'")[1] for f in findings] == bad
     assert findings[0].path == "accounting.externalConfig.host"
@@ -335,7 +335,7 @@ def test_config_maps_and_secrets_the_api_server_refuses(tmp_path: Path) -> None:
         _obj("Secret", "bigsecret", data={"k": "QUFB" * (1024 * 1024 // 3 + 1)}),
         _obj("Secret", "fine", data={"k": "QUFB" * 1000}, stringData={"j": "b"}),
     ]
-    got = [(f.path, f.problem) for f in static.config_findings(target, docs)]
+    got = [(f.path, f.problem) for f in objects.config_findings(target, docs)]
     assert got[0] == (
         "controller.extraConf",
         f"ConfigMap big: holds {len(big)} bytes of data; the API server refuses over 1 MiB "
@@ -364,7 +364,7 @@ def test_host_paths_refused_or_root_on_the_node(tmp_path: Path) -> None:
         _obj("Pod", "p", spec={"containers": [], "volumes": [
             {"name": f"v{i}", "hostPath": {"path": p}} for i, p in enumerate(paths)]})
     ]  # fmt: skip
-    findings = static.host_path_findings(target, docs)
+    findings = objects.host_path_findings(target, docs)
     flagged = {f.problem.split("(")[1].split(")")[0]: f.problem for f in findings}
     assert sorted(flagged) == sorted(p for p, why in paths.items() if why)
     for path, why in paths.items():
@@ -394,7 +394,7 @@ def test_mounts_naming_no_volume_and_two_mounts_on_one_path(tmp_path: Path) -> N
                 {"name": "w", "mountPath": "/w"}, {"name": "w", "mountPath": "/w/"}]},
         },
     }  # fmt: skip
-    got = [(f.path, f.problem) for f in static.mount_findings(target, [pod, nodeset])]
+    got = [(f.path, f.problem) for f in objects.mount_findings(target, [pod, nodeset])]
     assert got == [
         ("", "Pod p: container c mounts volume 'slurm-etc' at /b, which the pod does not have"),
         ("nodesets.a.slurmd.volumeMounts[0].name",
@@ -418,7 +418,7 @@ def test_a_default_partition_and_gres_types_slurmctld_needs(tmp_path: Path) -> N
     ``GresTypes`` does not name are findings; a ``default=yes`` in any case, ``Gres=(null)``
     and a GRES type named are not."""
     target = _cluster_target(tmp_path, "nodesets:\n  g:\n    extraConfMap: {Gres: 'gpu:8'}\n")
-    ok = static.partition_default_findings
+    ok = slurm_conf.partition_default_findings
     assert ok(target, {}, 0) == []
     (none,) = ok(target, {}, 2)
     assert none.path == "partitions" and "no partition" in none.problem
@@ -428,10 +428,10 @@ def test_a_default_partition_and_gres_types_slurmctld_needs(tmp_path: Path) -> N
     nodesets = [_nodeset("g", "Features=x Gres=gpu:h100:8"), _nodeset("c", "Gres=(null)"),
                 _nodeset("t", "Gres=gpu:1,tpu:4")]  # fmt: skip
     controller = {"extraConf": "GresTypes=gpu\nPartitionName=x Nodes=ALL"}
-    (tpu,) = static.gres_findings(target, controller, nodesets)
+    (tpu,) = slurm_conf.gres_findings(target, controller, nodesets)
     assert tpu.path == "nodesets.t" and "GresTypes=tpu" in tpu.problem
-    (gpu,) = static.gres_findings(target, {"extraConf": ""}, nodesets[:1])
+    (gpu,) = slurm_conf.gres_findings(target, {"extraConf": ""}, nodesets[:1])
     assert gpu.path == "nodesets.g.extraConfMap"
     assert "Gres=(null)" in gpu.problem and "nodesets.g.gpu" in gpu.fix
-    parts = static._slurm_partitions(controller, [*nodesets, _nodeset("p", partition="X=1")])
+    parts = slurm_conf._slurm_partitions(controller, [*nodesets, _nodeset("p", partition="X=1")])
     assert parts == {"x": "PartitionName=x Nodes=ALL", "p": "X=1"}

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from slinky_harness.apps.conformance import passthrough
-from slinky_harness.apps.conformance.target import resolve
+from slinky_conformance.steps.static import passthrough
+from slinky_conformance.target import resolve
 from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 from junitparser import JUnitXml
 
-from slinky_harness.apps.conformance import cli
-from slinky_harness.apps.conformance.target import load_values
+from slinky_conformance import cli
+from slinky_conformance.target import load_values
 
 if TYPE_CHECKING:
     from collections.abc import Callable
