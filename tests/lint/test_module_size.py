@@ -1,8 +1,6 @@
 """No Python module of scripts/ is over 600 lines: a longer one holds more than one concern.
 
-Split it by concern (see CONTRIBUTING's layout), never by line count alone. The modules in
-:data:`BEING_SPLIT` are moved and split on other branches of the same change (issue 31: the
-conformance package, the parity package); an entry whose file is gone is ignored.
+Split it by concern (see CONTRIBUTING's layout), never by line count alone.
 """
 
 from __future__ import annotations
@@ -10,13 +8,6 @@ from __future__ import annotations
 from slinky_harness.core.paths import REPO_ROOT
 
 MAX_LINES = 600
-BEING_SPLIT = frozenset(
-    {
-        "scripts/slinky_harness/apps/conformance/live.py",
-        "scripts/slinky_harness/apps/conformance/slurm.py",
-        "scripts/slinky_harness/apps/conformance/static.py",
-    }
-)
 
 
 def test_no_module_is_over_600_lines() -> None:
@@ -25,7 +16,5 @@ def test_no_module_is_over_600_lines() -> None:
         for path in (REPO_ROOT / "scripts").rglob("*.py")
         if "__pycache__" not in path.parts
     }
-    long = sorted(
-        f"{p}: {n} lines" for p, n in sizes.items() if n > MAX_LINES and p not in BEING_SPLIT
-    )
+    long = sorted(f"{p}: {n} lines" for p, n in sizes.items() if n > MAX_LINES)
     assert long == [], f"split by concern to at most {MAX_LINES} lines: {long}"
