@@ -62,21 +62,27 @@ def gres_findings(
     types: set[str] = set()
     for line in str(controller.get("extraConf") or "").splitlines():
         if "grestypes" in _conf_items(line):
-            types |= {t.strip().lower() for t in _conf_items(line)["grestypes"].split(",")}
+            types |= {t.strip() for t in _conf_items(line)["grestypes"].split(",")}
     findings = []
     for nodeset in nodesets:
         name = slinky_operator.slurm_nodeset_name(nodeset)
         gres = _conf_items(str(nodeset["spec"].get("extraConf") or "")).get("gres", "")
         if gres.lower() in ("", "(null)", "none"):
             continue
-        missing = sorted({g.split(":")[0].lower() for g in gres.split(",")} - types)
+        missing = sorted({g.split(":")[0] for g in gres.split(",")} - types)
         if missing:
+            other_case = sorted(t for t in types if t.lower() in {m.lower() for m in missing})
+            cased = (
+                f" (it has GresTypes={','.join(other_case)}: GRES names are case-sensitive)"
+                if other_case
+                else ""
+            )
             findings.append(
                 Finding(
                     _gres_source(target, name),
                     f"NodeSet {name}'s nodes declare Gres={gres}, but slurm.conf has no "
-                    f"GresTypes={','.join(missing)}: slurmctld gives them no GPUs (Gres=(null)) "
-                    "and a --gres job is never placed",
+                    f"GresTypes={','.join(missing)}{cased}: slurmctld gives them no GPUs "
+                    "(Gres=(null)) and a --gres job is never placed",
                     f"declare the GPUs with {target.path_of(CLUSTER, 'nodesets', name, 'gpu')} "
                     "(the chart then sets GresTypes=gpu), or add GresTypes="
                     f"{','.join(missing)} ({target.path_of(CLUSTER, 'controller', 'extraConfMap', 'GresTypes')})",
