@@ -20,7 +20,7 @@ import yaml
 from slinky_harness.helm import charts, upstream
 from slinky_harness.helm import client as helm
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
 
 GUIDE = ["nodesets.slinky.enabled=true", "partitions.all.enabled=true"]

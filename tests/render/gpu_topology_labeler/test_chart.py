@@ -4,28 +4,24 @@ templates/validate.yaml, the RBAC of the ConfigMap watch, the NetworkPolicies.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.render.render_support import one, render, template
 
-from slinky_harness.helm import client as helm
 from slinky_topology.labeler.cli import parse_config
 from slinky_topology.model import BlockOptions
 
-CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"
+LABELER = "gpu-topology-labeler"
 NAME = "lab-gpu-topology-labeler"
 
 
 def _render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    result = helm.template(CHART, values or {}, release="lab", namespace="gpu")
-    assert result.ok, result.describe()
-    return result.docs
+    return render(LABELER, values or {}, release="lab", namespace="gpu")
 
 
 def _one(docs: list[dict[str, Any]], kind: str, name: str = NAME) -> dict[str, Any]:
-    (found,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
-    return found
+    return one(docs, kind, name)
 
 
 def _controller(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
@@ -105,7 +101,7 @@ def test_grace_period_and_flags_follow_the_values(
 def test_inconsistent_values_fail_with_the_charts_message(
     values: dict[str, Any], message: str
 ) -> None:
-    result = helm.template(CHART, values, release="lab", namespace="gpu")
+    result = template(LABELER, values, release="lab", namespace="gpu")
     assert not result.ok
     assert message in result.stderr, result.stderr
 
@@ -181,7 +177,7 @@ def test_network_policy_narrowed_extended_or_off() -> None:
 
 @pytest.mark.parametrize("workers", [0, 65, "8"])
 def test_the_schema_refuses_write_workers_out_of_range(workers: object) -> None:
-    result = helm.template(CHART, {"controller": {"writeWorkers": workers}}, release="lab")
+    result = template(LABELER, {"controller": {"writeWorkers": workers}}, release="lab")
     assert not result.ok
     assert "writeWorkers" in result.stderr, result.stderr
 
@@ -237,7 +233,7 @@ def test_block_values_with_a_fabric_configmap_fail_naming_the_values(
     topology: dict[str, Any], paths: str
 ) -> None:
     values = {"topology": {"fabricConfigMap": {"name": "fabric"}, **topology}}
-    result = helm.template(CHART, values, release="lab", namespace="gpu")
+    result = template(LABELER, values, release="lab", namespace="gpu")
     assert not result.ok
     assert f"{paths} together with topology.fabricConfigMap.name" in result.stderr, result.stderr
     assert "the fabric file sets blockSizes" in result.stderr
@@ -254,6 +250,6 @@ def test_block_values_with_a_fabric_configmap_fail_naming_the_values(
     ],
 )
 def test_the_schema_refuses_bad_block_values(topology: dict[str, Any], path: str) -> None:
-    result = helm.template(CHART, {"topology": topology}, release="lab")
+    result = template(LABELER, {"topology": topology}, release="lab")
     assert not result.ok
     assert path in result.stderr, result.stderr
