@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.render.render_support import one, render, template
+from tests.render.render_support import CHARTS, one, render, template
 
+from slinky_harness.helm import charts
+from slinky_harness.helm.charts import image_ref
 from slinky_topology.labeler.cli import parse_config
 from slinky_topology.model import BlockOptions
 
@@ -253,3 +255,51 @@ def test_the_schema_refuses_bad_block_values(topology: dict[str, Any], path: str
     result = template(LABELER, {"topology": topology}, release="lab")
     assert not result.ok
     assert path in result.stderr, result.stderr
+
+
+def _images(docs: list[dict[str, Any]]) -> set[str]:
+    return {
+        c["image"]
+        for d in docs
+        if d["kind"] in ("Deployment", "DaemonSet")
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        pytest.param(
+            {"image": {"repository": "ghcr.io/acme/labeler", "tag": "1.0"}},
+            "ghcr.io/acme/labeler:1.0",
+            id="host-in-repository",
+        ),
+        pytest.param(
+            {
+                "global": {"imageRegistry": "mirror.example.com"},
+                "image": {"repository": "ghcr.io/acme/labeler", "tag": "1.0"},
+            },
+            "mirror.example.com/acme/labeler:1.0",
+            id="global-replaces-that-host",
+        ),
+        pytest.param(
+            {"image": {"registry": "registry.example.com:5000", "repository": "acme/labeler"}},
+            f"registry.example.com:5000/acme/labeler:{CHARTS[LABELER].meta['appVersion']}",
+            id="registry-for-a-repository-without-host",
+        ),
+        pytest.param(
+            {"image": {"repository": "localhost/acme/labeler", "digest": "sha256:" + "0" * 64}},
+            "localhost/acme/labeler@sha256:" + "0" * 64,
+            id="localhost-is-a-host",
+        ),
+    ],
+)
+def test_a_repository_that_names_its_host_keeps_one_host(
+    values: dict[str, Any], expected: str
+) -> None:
+    """The labeler reads an image as every chart of the suite does: a repository's first path
+    element that names a host is the registry (the default `registry: ghcr.io` is not put in
+    front of it), and global.imageRegistry replaces it; the harness's image_ref agrees."""
+    assert _images(_render(values)) == {expected}
+    defaults = charts.load_yaml(CHARTS[LABELER].path / "values.yaml")
+    assert image_ref(defaults, values, str(CHARTS[LABELER].meta["appVersion"])) == expected
