@@ -202,8 +202,8 @@ LABELER_ROWS = (
         "image-repository-required",
         LABELER,
         {"image": {"repository": ""}},
-        "image.repository is required: the image's repository, with or without its registry host (e.g. "
-        "ghcr.io/slinkyproject/slurmctld)",
+        "image.repository is required: the image's repository, with or without "
+        "its registry host (e.g. ghcr.io/slinkyproject/slurmctld)",
         schema=("/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),
@@ -430,8 +430,8 @@ BRIDGE_ROWS = (
         "image-repository-required",
         BRIDGE,
         {"scheduler": {"image": {"repository": ""}}},
-        "scheduler.image.repository is required: the image's repository, with or without its registry host (e.g. "
-        "ghcr.io/slinkyproject/slurmctld)",
+        "scheduler.image.repository is required: the image's repository, with or without "
+        "its registry host (e.g. ghcr.io/slinkyproject/slurmctld)",
         schema=("/scheduler/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),
@@ -673,8 +673,8 @@ OPERATOR_ROWS = (
         "image-repository-required",
         OPERATOR,
         {"webhook": {"image": {"repository": ""}}},
-        "webhook.image.repository is required: the image's repository, with or without its registry host (e.g. "
-        "ghcr.io/slinkyproject/slurmctld)",
+        "webhook.image.repository is required: the image's repository, with or without "
+        "its registry host (e.g. ghcr.io/slinkyproject/slurmctld)",
         schema=("/webhook/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository, and an image given as a string, minLength 1",
     ),
@@ -715,8 +715,8 @@ CRDS_ROWS = (
         "crds-test-image-repository-required",
         CRDS,
         {"tests": {"image": {"repository": ""}}},
-        "tests.image.repository is required: the image's repository, with or without its registry host (e.g. "
-        "ghcr.io/slinkyproject/slurmctld)",
+        "tests.image.repository is required: the image's repository, with or without "
+        "its registry host (e.g. ghcr.io/slinkyproject/slurmctld)",
         schema=("/tests/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),
@@ -1067,8 +1067,8 @@ CLUSTER_ROWS = (
         "image-repository-required",
         CLUSTER,
         {"nodesets": {"compute": {"slurmd": {"image": {"repository": ""}}}}},
-        "image.repository is required: the image's repository, with or without its registry host (e.g. "
-        "ghcr.io/slinkyproject/slurmctld)",
+        "nodesets.compute.slurmd.image.repository is required: the image's repository, with or without "
+        "its registry host (e.g. ghcr.io/slinkyproject/slurmctld)",
         schema=("/nodesets/compute/slurmd/image/repository", "minLength: got 0, want 1"),
         why="the schema gives every image repository minLength 1",
     ),

@@ -122,8 +122,8 @@ Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "c" .Values.
 {{- /*
 A Slinky container (slurmctld, slurmd, logfile, ...) from its values: every corev1.Container field
 passed through, the image formatted by slurm-cluster.image, the pull policy resolved, and empty
-fields left out.
-Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller.slurmctld) | nindent 4 }}
+fields left out. path is the container's values path, for the image's error message.
+Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller.slurmctld "path" "controller.slurmctld") | nindent 4 }}
 */}}
 {{- define "slurm-cluster.container" -}}
 {{- $out := omit .c "image" "imagePullPolicy" }}
@@ -132,7 +132,7 @@ Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.contr
 {{- $_ := unset $out $key }}
 {{- end }}
 {{- end -}}
-image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
+image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image "path" (printf "%s.image" (.path | default "container"))) | quote }}
 imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "c" .c) | quote }}
 {{- with $out }}
 {{ toYaml . }}
