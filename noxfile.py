@@ -251,11 +251,12 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def docs(session: nox.Session) -> None:
-    """Regenerate generated files: values schemas, chart READMEs (helm-docs), the CRDs and
-    MIGRATING.md's field-by-field differences."""
+    """Regenerate generated files: values schemas, shared chart helpers, chart READMEs
+    (helm-docs), the CRDs and MIGRATING.md's field-by-field differences."""
     _install(session, "crdgen", "schemagen")
     tools = _tools(session, "helm-docs")
     session.run("python", "-m", "slinky_schemagen")
+    session.run("python", "-m", "slinky_schemagen.helpers")
     session.run("python", "-m", "slinky_crdgen")
     session.run("python", "-m", "slinky_harness.parity.migrating")
     session.run(str(tools / "helm-docs"), "--chart-search-root", "charts", external=True)

@@ -18,6 +18,7 @@ REQUIRED_FILES = (
     "CHANGELOG.md",
     ".helmignore",
     "templates/_helpers.tpl",
+    "templates/_common.tpl",
     "templates/validate.yaml",
     "templates/NOTES.txt",
 )
@@ -94,9 +95,10 @@ def test_helmignore_keeps_packages_clean(chart: charts.Chart) -> None:
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
 def test_templates_are_grouped_by_component(chart: charts.Chart) -> None:
-    """Only helpers, NOTES and the validation template sit at the top of templates/."""
+    """Only helpers (the chart's own and the generated shared ones), NOTES and the validation
+    template sit at the top of templates/."""
     top = sorted(p.name for p in (chart.path / "templates").iterdir() if p.is_file())
-    assert top == sorted(["NOTES.txt", "_helpers.tpl", "validate.yaml"]), top
+    assert top == sorted(["NOTES.txt", "_common.tpl", "_helpers.tpl", "validate.yaml"]), top
 
 
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)

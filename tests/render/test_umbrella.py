@@ -270,6 +270,63 @@ def test_globals_reach_every_image_and_pod(chart: Path, scenario: charts.Scenari
     assert {source_chart(d) for d in result.docs} == {scenario.chart}
 
 
+MIRROR = "mirror.example.com"
+HOSTED_IMAGES: dict[str, dict[str, Any]] = {
+    # the labeler's default `registry` (ghcr.io) beside a repository that carries its own host
+    "gpu-topology-labeler": {"image": {"repository": "ghcr.io/acme/labeler"}},
+    "slurm-operator": {
+        "operator": {"image": {"repository": "quay.io/acme/slurm-operator"}},
+        "webhook": {"image": "localhost:5000/acme/webhook:1.0"},  # upstream's whole-reference form
+    },
+    "slurm-bridge": {"scheduler": {"image": {"repository": "acme/scheduler"}}},  # no host at all
+    "slurm-cluster": {"controller": {"slurmctld": {"image": "docker.io/acme/slurmctld:26.05"}}},
+}
+"""Images given with a host (in each chart's forms) and one without, as a user might write them."""
+
+
+def names_a_host(part: str) -> bool:
+    """Docker's rule: the first path element of a reference is a registry host when it holds a
+    "." or a ":", or is "localhost"."""
+    return "." in part or ":" in part or part == "localhost"
+
+
+def image_hosts(docs: list[Doc]) -> dict[str, list[str]]:
+    """Every image reference of the render (containers, init containers and the Slinky objects'
+    image fields) -> the registry hosts it names, outermost first."""
+    found: dict[str, list[str]] = {}
+    for doc in docs:
+        for path, value in manifests.walk(doc):
+            if path.endswith(".image") and isinstance(value, str):
+                parts = value.split("/")
+                hosts = []
+                while len(parts) > 1 and names_a_host(parts[0]):
+                    hosts.append(parts.pop(0))
+                found[value] = hosts
+    return found
+
+
+@pytest.mark.parametrize(("name", "profile"), CASES)
+def test_one_registry_gives_one_host_on_every_image(
+    chart: Path, name: str, profile: dict[str, Any]
+) -> None:
+    """Invariant: with ``global.imageRegistry`` set, every image of every pod of the umbrella names
+    exactly one registry host, that one: the registry replaces the host an image carries (in
+    ``repository``, a whole reference or ``registry``), never prefixes it, in every chart alike."""
+    values = merge(profile, copy.deepcopy(HOSTED_IMAGES))
+    values.setdefault("global", {})["imageRegistry"] = MIRROR
+    hosts = image_hosts(render(chart, values).docs)
+    wrong = {image: found for image, found in hosts.items() if found != [MIRROR]}
+    assert not wrong, f"images that do not name {MIRROR} as their one host: {wrong}"
+    if name == "defaults":  # every subchart on: the images given above are all there
+        assert {
+            f"{MIRROR}/acme/labeler:{CHARTS['gpu-topology-labeler'].meta['appVersion']}",
+            f"{MIRROR}/acme/webhook:1.0",
+            f"{MIRROR}/acme/slurmctld:26.05",
+        } <= set(hosts), sorted(hosts)
+        assert any(i.startswith(f"{MIRROR}/acme/slurm-operator:") for i in hosts)
+        assert any(i.startswith(f"{MIRROR}/acme/scheduler:") for i in hosts)
+
+
 # -- names --
 
 

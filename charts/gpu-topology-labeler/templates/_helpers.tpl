@@ -1,42 +1,9 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
 Helpers of the gpu-topology-labeler chart. Every define is prefixed with "gpu-topology-labeler.".
+The helpers the suite's charts share (name, namespace, image reference, ...) are generated into
+_common.tpl.
 */}}
-
-{{- /*
-Chart name, truncated to 63 characters.
-Usage: {{ include "gpu-topology-labeler.name" . }}
-*/}}
-{{- define "gpu-topology-labeler.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
-Fully qualified base name of every object, truncated to 63 characters.
-Usage: {{ include "gpu-topology-labeler.fullname" . }}
-*/}}
-{{- define "gpu-topology-labeler.fullname" -}}
-{{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
-{{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
-Name of a component object: the base name truncated to 52 characters (less for suffixes over
-10 characters, so the result stays within 63), then "-<suffix>".
-Usage: {{ include "gpu-topology-labeler.componentName" (dict "context" . "suffix" "discovery") }}
-*/}}
-{{- define "gpu-topology-labeler.componentName" -}}
-{{- $max := min 52 (sub 62 (len .suffix)) | int }}
-{{- printf "%s-%s" (include "gpu-topology-labeler.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
-{{- end }}
 
 {{- /*
 Name of the ConfigMap the labeler writes (data key `topology.yaml`, dynamic shape): the value of
@@ -74,59 +41,6 @@ Usage: {{ include "gpu-topology-labeler.terminationGracePeriodSeconds" . }}
 {{- else }}
 {{- int $set }}
 {{- end }}
-{{- end }}
-
-{{- /*
-Egress rules shared by the controller and discovery NetworkPolicies: the API server (its
-endpoint CIDRs when given, else any address, on networkPolicy.apiServer.ports), DNS when
-enabled, then networkPolicy.extraEgress.
-Usage: {{ include "gpu-topology-labeler.networkPolicy.egress" . | nindent 4 }}
-*/}}
-{{- define "gpu-topology-labeler.networkPolicy.egress" -}}
-{{- $np := .Values.networkPolicy -}}
-- ports:
-    {{- range $np.apiServer.ports }}
-    - port: {{ . }}
-      protocol: TCP
-    {{- end }}
-  {{- with $np.apiServer.cidrs }}
-  to:
-    {{- range . }}
-    - ipBlock:
-        cidr: {{ . | quote }}
-    {{- end }}
-  {{- end }}
-{{- if $np.dns.enabled }}
-- ports:
-    - port: 53
-      protocol: UDP
-    - port: 53
-      protocol: TCP
-  to:
-    - namespaceSelector:
-        {{- toYaml ($np.dns.namespaceSelector | default dict) | nindent 8 }}
-      podSelector:
-        {{- toYaml ($np.dns.podSelector | default dict) | nindent 8 }}
-{{- end }}
-{{- with $np.extraEgress }}
-{{ toYaml . }}
-{{- end }}
-{{- end }}
-
-{{- /*
-Chart name and version for the helm.sh/chart label.
-Usage: {{ include "gpu-topology-labeler.chart" . }}
-*/}}
-{{- define "gpu-topology-labeler.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
-Namespace of every namespaced object.
-Usage: {{ include "gpu-topology-labeler.namespace" . }}
-*/}}
-{{- define "gpu-topology-labeler.namespace" -}}
-{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{- /*
@@ -176,57 +90,6 @@ Usage: {{ include "gpu-topology-labeler.serviceAccountName" (dict "context" . "c
 {{- else }}
 {{- default "default" $sa.name }}
 {{- end }}
-{{- end }}
-
-{{- /*
-Image reference from an image object {registry, repository, tag, digest}.
-global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "gpu-topology-labeler.image" (dict "context" . "image" .Values.image) }}
-*/}}
-{{- define "gpu-topology-labeler.image" -}}
-{{- $image := .image }}
-{{- $global := .context.Values.global | default dict }}
-{{- $registry := $global.imageRegistry | default $image.registry }}
-{{- $repository := required "an image repository is required (image.repository)" $image.repository }}
-{{- $ref := $repository }}
-{{- if $registry }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
-{{- end }}
-{{- if $image.digest }}
-{{- printf "%s@%s" $ref $image.digest }}
-{{- else }}
-{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
-{{- end }}
-{{- end }}
-
-{{- /*
-imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
-Usage: {{- include "gpu-topology-labeler.imagePullSecrets" . | nindent 6 }}
-*/}}
-{{- define "gpu-topology-labeler.imagePullSecrets" -}}
-{{- $global := .Values.global | default dict }}
-{{- $names := list }}
-{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
-{{- if kindIs "map" . }}
-{{- if .name }}{{- $names = append $names .name }}{{- end }}
-{{- else if . }}
-{{- $names = append $names (toString .) }}
-{{- end }}
-{{- end }}
-{{- with ($names | uniq) }}
-imagePullSecrets:
-{{- range . }}
-  - name: {{ . | quote }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
-PriorityClass of a component: its own value, else the top-level priorityClassName.
-Usage: {{ include "gpu-topology-labeler.priorityClassName" (dict "context" . "component" "controller") }}
-*/}}
-{{- define "gpu-topology-labeler.priorityClassName" -}}
-{{- (index .context.Values .component).priorityClassName | default .context.Values.priorityClassName }}
 {{- end }}
 
 {{- /*

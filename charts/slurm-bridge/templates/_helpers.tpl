@@ -1,15 +1,9 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
 Helpers of the slurm-bridge chart. Every define is prefixed with "slurm-bridge.".
+The helpers the suite's charts share (name, namespace, image reference, ...) are generated into
+_common.tpl.
 */}}
-
-{{- /*
-Chart name, truncated to 63 characters.
-Usage: {{ include "slurm-bridge.name" . }}
-*/}}
-{{- define "slurm-bridge.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
 
 {{- /*
 Base name of every object: fullnameOverride, else the chart name (nameOverride), truncated to 63
@@ -22,33 +16,6 @@ Usage: {{ include "slurm-bridge.fullname" . }}
 */}}
 {{- define "slurm-bridge.fullname" -}}
 {{- .Values.fullnameOverride | default (include "slurm-bridge.name" .) | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
-Name of a component object: the base name truncated to 52 characters (less for suffixes over 10
-characters, so the result stays within 63), then "-<suffix>". Cluster-scoped objects
-(ClusterRoles, webhook configurations) are named the same way, as upstream names them.
-Usage: {{ include "slurm-bridge.componentName" (dict "context" . "suffix" "admission") }}
-*/}}
-{{- define "slurm-bridge.componentName" -}}
-{{- $max := min 52 (sub 62 (len .suffix)) | int }}
-{{- printf "%s-%s" (include "slurm-bridge.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
-{{- end }}
-
-{{- /*
-Chart name and version for the helm.sh/chart label.
-Usage: {{ include "slurm-bridge.chart" . }}
-*/}}
-{{- define "slurm-bridge.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
-Namespace of every namespaced object.
-Usage: {{ include "slurm-bridge.namespace" . }}
-*/}}
-{{- define "slurm-bridge.namespace" -}}
-{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{- /*
@@ -89,63 +56,6 @@ Usage: {{ include "slurm-bridge.serviceAccountName" (dict "context" . "component
 {{- else }}
 {{- default "default" $sa.name }}
 {{- end }}
-{{- end }}
-
-{{- /*
-Image reference from an image object {repository, tag, digest}, upstream's form: `repository`
-includes its registry. global.imageRegistry replaces the registry part of the repository (a
-repository without one, e.g. "org/image", gets it prepended); tag defaults to .Chart.AppVersion
-(a number is read as its text); digest wins over tag.
-Usage: {{ include "slurm-bridge.image" (dict "context" . "image" .Values.scheduler.image "path" "scheduler.image") }}
-*/}}
-{{- define "slurm-bridge.image" -}}
-{{- $image := .image }}
-{{- $global := .context.Values.global | default dict }}
-{{- $ref := required (printf "%s.repository is required: the image repository with its registry, e.g. ghcr.io/slinkyproject/slurm-bridge-scheduler" (.path | default "image")) $image.repository }}
-{{- with $global.imageRegistry }}
-{{- $first := regexReplaceAll "/.*$" $ref "" }}
-{{- if and (contains "/" $ref) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" .) (regexReplaceAll "^[^/]*/" $ref "") }}
-{{- else }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}
-{{- end }}
-{{- end }}
-{{- if $image.digest }}
-{{- printf "%s@%s" $ref $image.digest }}
-{{- else }}
-{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
-{{- end }}
-{{- end }}
-
-{{- /*
-imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
-Renders nothing when the list is empty.
-Usage: {{- include "slurm-bridge.imagePullSecrets" . | nindent 6 }}
-*/}}
-{{- define "slurm-bridge.imagePullSecrets" -}}
-{{- $global := .Values.global | default dict }}
-{{- $names := list }}
-{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
-{{- if kindIs "map" . }}
-{{- if .name }}{{- $names = append $names .name }}{{- end }}
-{{- else if . }}
-{{- $names = append $names (toString .) }}
-{{- end }}
-{{- end }}
-{{- with ($names | uniq) }}
-imagePullSecrets:
-{{- range . }}
-  - name: {{ . | quote }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
-PriorityClass of a component: its own value, else the top-level priorityClassName.
-Usage: {{ include "slurm-bridge.priorityClassName" (dict "context" . "component" "scheduler") }}
-*/}}
-{{- define "slurm-bridge.priorityClassName" -}}
-{{- (index .context.Values .component).priorityClassName | default .context.Values.priorityClassName }}
 {{- end }}
 
 {{- /*
@@ -235,14 +145,6 @@ Usage: {{ include "slurm-bridge.admission.tlsSecretName" . }}
 {{- else }}
 {{- printf "%s-tls" ($admission | trunc 59 | trimSuffix "-") }}
 {{- end }}
-{{- end }}
-
-{{- /*
-RBAC rules file of a component, parsed.
-Usage: {{ $rules := include "slurm-bridge.rbacRules" (dict "context" . "component" "scheduler") | fromYaml }}
-*/}}
-{{- define "slurm-bridge.rbacRules" -}}
-{{- .context.Files.Get (printf "files/rbac/%s-rules.yaml" .component) }}
 {{- end }}
 
 {{- /*

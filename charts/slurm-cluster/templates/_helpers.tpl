@@ -1,15 +1,9 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
 Helpers of the slurm-cluster chart. Every define is prefixed with "slurm-cluster.".
+The helpers the suite's charts share (name, namespace, image reference, ...) are generated into
+_common.tpl.
 */}}
-
-{{- /*
-Chart name, truncated to 63 characters.
-Usage: {{ include "slurm-cluster.name" . }}
-*/}}
-{{- define "slurm-cluster.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
 
 {{- /*
 Fully qualified base name, as upstream's `slurm` chart makes it so that an upstream release keeps
@@ -28,24 +22,6 @@ Usage: {{ include "slurm-cluster.fullname" . }}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
 {{- end }}
 {{- end }}
-{{- end }}
-
-{{- /*
-Name of a component object: the full name truncated to 52 characters (less for long suffixes),
-then "-<suffix>".
-Usage: {{ include "slurm-cluster.componentName" (dict "context" . "suffix" "metrics") }}
-*/}}
-{{- define "slurm-cluster.componentName" -}}
-{{- $max := min 52 (sub 62 (len .suffix)) | int }}
-{{- printf "%s-%s" (include "slurm-cluster.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
-{{- end }}
-
-{{- /*
-Chart name and version for the helm.sh/chart label.
-Usage: {{ include "slurm-cluster.chart" . }}
-*/}}
-{{- define "slurm-cluster.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{- /*
@@ -133,43 +109,6 @@ default
 {{- end }}
 
 {{- /*
-Image reference from an image value: a string used as is (upstream's short form, only its
-registry host replaced by global.imageRegistry), or an object
-{registry, repository, tag, digest}. A repository may start with its registry host, as upstream
-writes it (`ghcr.io/slinkyproject/slurmd`): a first path component with a `.` or `:`, or
-`localhost`, is a host. The registry is, first found: global.imageRegistry (replaces the host),
-the repository's own host, `registry`. tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "slurm-cluster.image" (dict "context" . "image" .Values.controller.slurmctld.image) }}
-*/}}
-{{- define "slurm-cluster.image" -}}
-{{- $image := .image }}
-{{- $verbatim := kindIs "string" $image }}
-{{- if $verbatim }}
-{{- $image = dict "repository" $image }}
-{{- end }}
-{{- $global := .context.Values.global | default dict }}
-{{- $repository := required "an image repository is required (image.repository)" $image.repository }}
-{{- $host := "" }}
-{{- $parts := splitn "/" 2 $repository }}
-{{- if and $parts._1 (or (contains "." $parts._0) (contains ":" $parts._0) (eq $parts._0 "localhost")) }}
-{{- $host = $parts._0 }}
-{{- $repository = $parts._1 }}
-{{- end }}
-{{- $registry := $global.imageRegistry | default $host | default $image.registry }}
-{{- $ref := $repository }}
-{{- if $registry }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
-{{- end }}
-{{- if $verbatim }}
-{{- $ref }}
-{{- else if $image.digest }}
-{{- printf "%s@%s" $ref $image.digest }}
-{{- else }}
-{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
-{{- end }}
-{{- end }}
-
-{{- /*
 Pull policy of a container: its own imagePullPolicy, else its image's pullPolicy, else the
 top-level imagePullPolicy.
 Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "c" .Values.controller.slurmctld) }}
@@ -181,32 +120,10 @@ Usage: {{ include "slurm-cluster.imagePullPolicy" (dict "context" . "c" .Values.
 {{- end }}
 
 {{- /*
-imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
-Usage: {{- include "slurm-cluster.imagePullSecrets" . | nindent 6 }}
-*/}}
-{{- define "slurm-cluster.imagePullSecrets" -}}
-{{- $global := .Values.global | default dict }}
-{{- $names := list }}
-{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
-{{- if kindIs "map" . }}
-{{- if .name }}{{- $names = append $names .name }}{{- end }}
-{{- else if . }}
-{{- $names = append $names (toString .) }}
-{{- end }}
-{{- end }}
-{{- with ($names | uniq) }}
-imagePullSecrets:
-{{- range . }}
-  - name: {{ . | quote }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
 A Slinky container (slurmctld, slurmd, logfile, ...) from its values: every corev1.Container field
 passed through, the image formatted by slurm-cluster.image, the pull policy resolved, and empty
-fields left out.
-Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller.slurmctld) | nindent 4 }}
+fields left out. path is the container's values path, for the image's error message.
+Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.controller.slurmctld "path" "controller.slurmctld") | nindent 4 }}
 */}}
 {{- define "slurm-cluster.container" -}}
 {{- $out := omit .c "image" "imagePullPolicy" }}
@@ -215,7 +132,7 @@ Usage: {{- include "slurm-cluster.container" (dict "context" $ "c" .Values.contr
 {{- $_ := unset $out $key }}
 {{- end }}
 {{- end -}}
-image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image) | quote }}
+image: {{ include "slurm-cluster.image" (dict "context" .context "image" .c.image "path" (printf "%s.image" (.path | default "container"))) | quote }}
 imagePullPolicy: {{ include "slurm-cluster.imagePullPolicy" (dict "context" .context "c" .c) | quote }}
 {{- with $out }}
 {{ toYaml . }}

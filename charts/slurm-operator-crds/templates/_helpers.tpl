@@ -1,6 +1,8 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
 Helpers of the slurm-operator-crds chart. Every define is prefixed with "slurm-operator-crds.".
+The helpers the suite's charts share (name, namespace, image reference, ...) are generated into
+_common.tpl.
 The chart name is spelled out instead of read from .Chart.Name: slurm-operator vendors this chart
 under the alias "crds" (so its values are crds.*), which renames .Chart.Name, and the CRDs' labels
 must stay the same however the chart is installed.
@@ -65,50 +67,6 @@ app.kubernetes.io/version: {{ . | replace "+" "_" | trunc 63 | quote }}
 {{- end }}
 app.kubernetes.io/part-of: slurm-operator
 app.kubernetes.io/managed-by: {{ .context.Release.Service | quote }}
-{{- end }}
-
-{{- /*
-Image reference from an image object {registry, repository, tag, digest}.
-global.imageRegistry replaces the registry; tag defaults to .Chart.AppVersion; digest wins over tag.
-Usage: {{ include "slurm-operator-crds.image" (dict "context" . "image" .Values.tests.image) }}
-*/}}
-{{- define "slurm-operator-crds.image" -}}
-{{- $image := .image }}
-{{- $global := .context.Values.global | default dict }}
-{{- $registry := $global.imageRegistry | default $image.registry }}
-{{- $repository := required "an image repository is required (tests.image.repository)" $image.repository }}
-{{- $ref := $repository }}
-{{- if $registry }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $repository }}
-{{- end }}
-{{- if $image.digest }}
-{{- printf "%s@%s" $ref $image.digest }}
-{{- else }}
-{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
-{{- end }}
-{{- end }}
-
-{{- /*
-imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
-Renders nothing when the list is empty.
-Usage: {{- include "slurm-operator-crds.imagePullSecrets" . | nindent 2 }}
-*/}}
-{{- define "slurm-operator-crds.imagePullSecrets" -}}
-{{- $global := .Values.global | default dict }}
-{{- $names := list }}
-{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
-{{- if kindIs "map" . }}
-{{- if .name }}{{- $names = append $names .name }}{{- end }}
-{{- else if . }}
-{{- $names = append $names (toString .) }}
-{{- end }}
-{{- end }}
-{{- with ($names | uniq) }}
-imagePullSecrets:
-{{- range . }}
-  - name: {{ . | quote }}
-{{- end }}
-{{- end }}
 {{- end }}
 
 {{- /*

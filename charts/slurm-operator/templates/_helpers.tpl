@@ -1,42 +1,9 @@
 {{- /*
 SPDX-License-Identifier: Apache-2.0
 Helpers of the slurm-operator chart. Every define is prefixed with "slurm-operator.".
+The helpers the suite's charts share (name, namespace, image reference, ...) are generated into
+_common.tpl.
 */}}
-
-{{- /*
-Chart name, truncated to 63 characters.
-Usage: {{ include "slurm-operator.name" . }}
-*/}}
-{{- define "slurm-operator.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
-Fully qualified base name of every object, truncated to 63 characters.
-Usage: {{ include "slurm-operator.fullname" . }}
-*/}}
-{{- define "slurm-operator.fullname" -}}
-{{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
-{{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
-Name of a component object: the base name truncated to 52 characters (less for suffixes over
-10 characters, so the result stays within 63), then "-<suffix>".
-Usage: {{ include "slurm-operator.componentName" (dict "context" . "suffix" "test") }}
-*/}}
-{{- define "slurm-operator.componentName" -}}
-{{- $max := min 52 (sub 62 (len .suffix)) | int }}
-{{- printf "%s-%s" (include "slurm-operator.fullname" .context | trunc $max | trimSuffix "-") .suffix }}
-{{- end }}
 
 {{- /*
 Name of the webhook objects (Deployment, Service, ServiceAccount, webhook configurations):
@@ -83,22 +50,6 @@ Usage: {{ include "slurm-operator.rbacName" (dict "context" . "component" "webho
 {{- end }}
 
 {{- /*
-Chart name and version for the helm.sh/chart label.
-Usage: {{ include "slurm-operator.chart" . }}
-*/}}
-{{- define "slurm-operator.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
-Namespace of every namespaced object.
-Usage: {{ include "slurm-operator.namespace" . }}
-*/}}
-{{- define "slurm-operator.namespace" -}}
-{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{- /*
 Selector labels, as upstream Slinky's (selectors are immutable, so `helm upgrade` from upstream's
 chart keeps its Deployments): name ("<name>", "<name>-webhook" for the webhook) and instance.
 Usage: {{ include "slurm-operator.selectorLabels" (dict "context" . "component" "operator") }}
@@ -141,82 +92,11 @@ Usage: {{ include "slurm-operator.serviceAccountName" (dict "context" . "compone
 {{- end }}
 
 {{- /*
-Image reference from an image value: a whole reference as a string, or an object {repository,
-tag, digest} (upstream's form; `repository` holds the registry) or {registry, repository, tag,
-digest} (the test image). The tag defaults to .Chart.AppVersion and the digest wins over it.
-global.imageRegistry replaces the registry: the first path component when it names a host (holds
-"." or ":", or is "localhost"), else it is prepended.
-Usage: {{ include "slurm-operator.image" (dict "context" . "image" .Values.operator.image "path" "operator.image") }}
-*/}}
-{{- define "slurm-operator.image" -}}
-{{- $image := .image }}
-{{- $global := .context.Values.global | default dict }}
-{{- $given := "" }}
-{{- if kindIs "string" $image }}
-{{- $given = $image }}
-{{- else }}
-{{- $given = $image.repository }}
-{{- end }}
-{{- $ref := required (printf "%s.repository is required (or give %s as a whole image reference)" .path .path) $given }}
-{{- if kindIs "map" $image }}
-{{- with $image.registry }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}
-{{- end }}
-{{- end }}
-{{- with $global.imageRegistry }}
-{{- $first := regexReplaceAll "/.*$" $ref "" }}
-{{- if and (contains "/" $ref) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" .) (regexReplaceAll "^[^/]*/" $ref "") }}
-{{- else }}
-{{- $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}
-{{- end }}
-{{- end }}
-{{- if kindIs "string" $image }}
-{{- $ref }}
-{{- else if $image.digest }}
-{{- printf "%s@%s" $ref $image.digest }}
-{{- else }}
-{{- printf "%s:%s" $ref (toString ($image.tag | default .context.Chart.AppVersion)) }}
-{{- end }}
-{{- end }}
-
-{{- /*
 Image pull policy of a component: its own imagePullPolicy, else the top-level one.
 Usage: {{ include "slurm-operator.imagePullPolicy" (dict "context" . "component" "operator") }}
 */}}
 {{- define "slurm-operator.imagePullPolicy" -}}
 {{- (index .context.Values .component).imagePullPolicy | default .context.Values.imagePullPolicy | default "IfNotPresent" }}
-{{- end }}
-
-{{- /*
-imagePullSecrets block: global.imagePullSecrets then imagePullSecrets, strings or {name}, deduplicated.
-Renders nothing when the list is empty.
-Usage: {{- include "slurm-operator.imagePullSecrets" . | nindent 6 }}
-*/}}
-{{- define "slurm-operator.imagePullSecrets" -}}
-{{- $global := .Values.global | default dict }}
-{{- $names := list }}
-{{- range (concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list)) }}
-{{- if kindIs "map" . }}
-{{- if .name }}{{- $names = append $names .name }}{{- end }}
-{{- else if . }}
-{{- $names = append $names (toString .) }}
-{{- end }}
-{{- end }}
-{{- with ($names | uniq) }}
-imagePullSecrets:
-{{- range . }}
-  - name: {{ . | quote }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{- /*
-PriorityClass of a component: its own value, else the top-level priorityClassName.
-Usage: {{ include "slurm-operator.priorityClassName" (dict "context" . "component" "operator") }}
-*/}}
-{{- define "slurm-operator.priorityClassName" -}}
-{{- (index .context.Values .component).priorityClassName | default .context.Values.priorityClassName }}
 {{- end }}
 
 {{- /*
@@ -249,14 +129,6 @@ Usage: {{ $port := include "slurm-operator.metricsPort" .Values.operator.metrics
 */}}
 {{- define "slurm-operator.metricsPort" -}}
 {{- if kindIs "invalid" . }}0{{- else }}{{ toString . | atoi }}{{- end }}
-{{- end }}
-
-{{- /*
-RBAC rules file of a component, parsed.
-Usage: {{ $rules := include "slurm-operator.rbacRules" (dict "context" . "component" "operator") | fromYaml }}
-*/}}
-{{- define "slurm-operator.rbacRules" -}}
-{{- .context.Files.Get (printf "files/rbac/%s-rules.yaml" .component) }}
 {{- end }}
 
 {{- /*

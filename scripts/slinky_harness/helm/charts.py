@@ -155,12 +155,18 @@ def scenarios(chart: Chart, *, include_profiles: bool = True) -> list[Scenario]:
 
 
 def image_ref(defaults: Mapping[str, Any], values: Mapping[str, Any], app_version: str) -> str:
-    """The image reference the labeler chart renders (its ``gpu-topology-labeler.image`` helper)."""
+    """The image reference the labeler chart renders (the charts' shared ``<chart>.image``
+    helper): the registry host is the repository's first path element when that names a host
+    (it holds a "." or a ":", or is "localhost"), else ``registry``; ``global.imageRegistry``
+    replaces it."""
     image = merge(defaults.get("image") or {}, values.get("image") or {})
-    registry = str((values.get("global") or {}).get("imageRegistry") or image.get("registry") or "")
-    ref = str(image["repository"])
-    if registry:
-        ref = f"{registry.rstrip('/')}/{ref}"
+    repository = str(image["repository"])
+    host = str(image.get("registry") or "")
+    first, slash, rest = repository.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        host, repository = first, rest
+    host = str((values.get("global") or {}).get("imageRegistry") or host)
+    ref = f"{host.rstrip('/')}/{repository}" if host else repository
     if image.get("digest"):
         return f"{ref}@{image['digest']}"
     return f"{ref}:{image.get('tag') or app_version}"

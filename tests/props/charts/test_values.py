@@ -2,7 +2,7 @@
 
 Oracle (issue 2): every schema-valid values file either renders manifests that pass every
 render check, or fails with the chart's own ``fail``/``required`` message, one that the chart's
-message table proves (a row of ``tests/render/test_validate_messages.py``'s ``ROWS`` printed by
+message table proves (a row of ``tests/chart_messages.py``'s ``ROWS`` printed by
 the same template format). A Go template runtime error, a YAML error, an invalid manifest or a
 message no row has is a bug. Every schema-invalid values file is rejected by Helm before
 rendering, with a message that names the offending key.
@@ -21,7 +21,7 @@ import pytest
 import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
-from tests.render.test_validate_messages import ROWS, template_messages
+from tests.chart_messages import ROWS, template_messages
 
 from slinky_crdgen import cel
 from slinky_harness.helm import charts, valuegen
@@ -99,7 +99,7 @@ def check_render(chart: charts.Chart, values: dict[str, Any]) -> None:
         unknown = unknown_messages(result)
         assert not unknown, (
             f"render failed with messages not in {chart.name}'s message table "
-            f"(tests/render/test_validate_messages.py ROWS): {unknown}\n{result.stderr}"
+            f"(tests/chart_messages.py ROWS): {unknown}\n{result.stderr}"
         )
         return
     problems = manifests.all_invariants(

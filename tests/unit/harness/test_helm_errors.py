@@ -62,7 +62,10 @@ def test_a_required_gives_its_one_message(helm: str) -> None:
     assert failure.chart == "slurm-cluster"
     assert failure.where.startswith("slurm-cluster/templates/nodeset/")
     assert not failure.listed
-    assert failure.messages == ["an image repository is required (image.repository)"]
+    assert failure.messages == [
+        "nodesets.compute.slurmd.image.repository is required: the image's repository, with or"
+        " without its registry host (e.g. ghcr.io/slinkyproject/slurmctld)"
+    ]
     assert result.refusals() == [f"execution error at ({failure.where}): {failure.messages[0]}"]
 
 

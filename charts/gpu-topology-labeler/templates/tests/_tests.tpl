@@ -27,7 +27,7 @@ Usage: {{ include "gpu-topology-labeler.tests.container" (dict "context" . "name
 */}}
 {{- define "gpu-topology-labeler.tests.container" -}}
 - name: {{ .name }}
-  image: {{ include "gpu-topology-labeler.image" (dict "context" .context "image" .context.Values.tests.image) | quote }}
+  image: {{ include "gpu-topology-labeler.image" (dict "context" .context "image" .context.Values.tests.image "path" "tests.image") | quote }}
   imagePullPolicy: {{ .context.Values.tests.image.pullPolicy }}
   command:
     - /bin/kubectl

@@ -21,7 +21,7 @@ from slinky_harness import parity
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
 
 GUIDE = ["nodesets.slinky.enabled=true", "partitions.all.enabled=true"]

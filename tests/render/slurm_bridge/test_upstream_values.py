@@ -21,42 +21,24 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from tests.render import render_support as support
+from tests.render.render_support import Doc, find, one
 
 from slinky_harness import parity
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
 from slinky_harness.helm.values import merge
-from slinky_harness.k8s import schemas as kubeschema
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-bridge")
-NEWEST = kubeschema.newest_version()
 INTENTIONAL = parity.DIFFERENCES_FILE
 RELEASE = "slurm-bridge"
 
-Doc = dict[str, Any]
-
 
 def render(values: dict[str, Any], namespace: str = "slurm") -> list[Doc]:
-    result = helm.template(
-        CHART.path, values, release=RELEASE, namespace=namespace, kube_version=NEWEST
-    )
-    assert result.ok, result.describe()
-    return result.docs
-
-
-def find(docs: list[Doc], kind: str, name: str | None = None) -> list[Doc]:
-    return [
-        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
-    ]
-
-
-def one(docs: list[Doc], kind: str, name: str | None = None) -> Doc:
-    found = find(docs, kind, name)
-    assert len(found) == 1, f"{len(found)} {kind}/{name}: {[d['metadata']['name'] for d in found]}"
-    return found[0]
+    return support.render(CHART.name, values, release=RELEASE, namespace=namespace)
 
 
 def container(docs: list[Doc], deployment: str) -> Doc:

@@ -12,27 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.render import render_support as support
+from tests.render.render_support import Doc, one
 
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm
-from slinky_harness.k8s import schemas as kubeschema
 
 CHART = next(c for c in charts.discover_charts() if c.name == "slurm-cluster")
-NEWEST = kubeschema.newest_version()
-
-Doc = dict[str, Any]
 
 
 def render(values: dict[str, Any]) -> list[Doc]:
-    result = helm.template(CHART.path, values, kube_version=NEWEST)
-    assert result.ok, result.describe()
-    return result.docs
-
-
-def one(docs: list[Doc], kind: str) -> Doc:
-    found = [d for d in docs if d["kind"] == kind]
-    assert len(found) == 1, f"{len(found)} {kind} objects: {[d['metadata']['name'] for d in found]}"
-    return found[0]
+    return support.render(CHART.name, values)
 
 
 def images(docs: list[Doc], nodeset: str = "cpu") -> dict[str, str]:
@@ -283,7 +273,7 @@ def test_container_keys_outside_their_container_are_refused(
     values: dict[str, Any], pointer: str
 ) -> None:
     """The pre-1.0 places of container settings (on the component) are gone: the schema names them."""
-    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    result = support.template(CHART.name, values)
     assert not result.ok
     assert f"at '{pointer}': additional properties" in result.stderr, result.stderr
 
@@ -337,7 +327,7 @@ def test_pod_spec_and_metadata_pass_through_to_every_pod_template() -> None:
 )
 def test_pod_keys_outside_pod_spec_are_refused(values: dict[str, Any], pointer: str) -> None:
     """The pre-1.0 places of pod settings (on the component) are gone: the schema names them."""
-    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    result = support.template(CHART.name, values)
     assert not result.ok
     assert f"at '{pointer}': additional properties" in result.stderr, result.stderr
 
@@ -728,7 +718,7 @@ def test_a3mega_serves_gres_conf_unless_the_cluster_has_one() -> None:
 def test_a3mega_entry_without_node_pool_is_refused_by_name() -> None:
     """An A3 Mega entry must name its node pool: the schema names the entry."""
     values = {"vendor": {"google": {"a3mega": [{"targetNodeSet": "gpu"}]}}}
-    result = helm.template(CHART.path, values, kube_version=NEWEST)
+    result = support.template(CHART.name, values)
     assert not result.ok
     assert "at '/vendor/google/a3mega/0'" in result.stderr, result.stderr
 
@@ -806,7 +796,7 @@ def test_service_monitor_endpoints_take_only_the_operators_fields() -> None:
     """An endpoint field the Controller's MetricEndpoint lacks (the operator would drop it) is
     refused, naming the endpoint."""
     metrics = {"serviceMonitor": {"endpoints": [{"path": "/metrics/jobs", "honorLabels": True}]}}
-    result = helm.template(CHART.path, {"controller": {"metrics": metrics}}, kube_version=NEWEST)
+    result = support.template(CHART.name, {"controller": {"metrics": metrics}})
     assert not result.ok
     assert "at '/controller/metrics/serviceMonitor/endpoints/0'" in result.stderr, result.stderr
 

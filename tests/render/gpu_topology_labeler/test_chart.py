@@ -4,28 +4,26 @@ templates/validate.yaml, the RBAC of the ConfigMap watch, the NetworkPolicies.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.render.render_support import CHARTS, one, render, template
 
-from slinky_harness.helm import client as helm
+from slinky_harness.helm import charts
+from slinky_harness.helm.charts import image_ref
 from slinky_topology.labeler.cli import parse_config
 from slinky_topology.model import BlockOptions
 
-CHART = Path(__file__).resolve().parents[3] / "charts" / "gpu-topology-labeler"
+LABELER = "gpu-topology-labeler"
 NAME = "lab-gpu-topology-labeler"
 
 
 def _render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    result = helm.template(CHART, values or {}, release="lab", namespace="gpu")
-    assert result.ok, result.describe()
-    return result.docs
+    return render(LABELER, values or {}, release="lab", namespace="gpu")
 
 
 def _one(docs: list[dict[str, Any]], kind: str, name: str = NAME) -> dict[str, Any]:
-    (found,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
-    return found
+    return one(docs, kind, name)
 
 
 def _controller(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
@@ -105,7 +103,7 @@ def test_grace_period_and_flags_follow_the_values(
 def test_inconsistent_values_fail_with_the_charts_message(
     values: dict[str, Any], message: str
 ) -> None:
-    result = helm.template(CHART, values, release="lab", namespace="gpu")
+    result = template(LABELER, values, release="lab", namespace="gpu")
     assert not result.ok
     assert message in result.stderr, result.stderr
 
@@ -181,7 +179,7 @@ def test_network_policy_narrowed_extended_or_off() -> None:
 
 @pytest.mark.parametrize("workers", [0, 65, "8"])
 def test_the_schema_refuses_write_workers_out_of_range(workers: object) -> None:
-    result = helm.template(CHART, {"controller": {"writeWorkers": workers}}, release="lab")
+    result = template(LABELER, {"controller": {"writeWorkers": workers}}, release="lab")
     assert not result.ok
     assert "writeWorkers" in result.stderr, result.stderr
 
@@ -237,7 +235,7 @@ def test_block_values_with_a_fabric_configmap_fail_naming_the_values(
     topology: dict[str, Any], paths: str
 ) -> None:
     values = {"topology": {"fabricConfigMap": {"name": "fabric"}, **topology}}
-    result = helm.template(CHART, values, release="lab", namespace="gpu")
+    result = template(LABELER, values, release="lab", namespace="gpu")
     assert not result.ok
     assert f"{paths} together with topology.fabricConfigMap.name" in result.stderr, result.stderr
     assert "the fabric file sets blockSizes" in result.stderr
@@ -254,6 +252,54 @@ def test_block_values_with_a_fabric_configmap_fail_naming_the_values(
     ],
 )
 def test_the_schema_refuses_bad_block_values(topology: dict[str, Any], path: str) -> None:
-    result = helm.template(CHART, {"topology": topology}, release="lab")
+    result = template(LABELER, {"topology": topology}, release="lab")
     assert not result.ok
     assert path in result.stderr, result.stderr
+
+
+def _images(docs: list[dict[str, Any]]) -> set[str]:
+    return {
+        c["image"]
+        for d in docs
+        if d["kind"] in ("Deployment", "DaemonSet")
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        pytest.param(
+            {"image": {"repository": "ghcr.io/acme/labeler", "tag": "1.0"}},
+            "ghcr.io/acme/labeler:1.0",
+            id="host-in-repository",
+        ),
+        pytest.param(
+            {
+                "global": {"imageRegistry": "mirror.example.com"},
+                "image": {"repository": "ghcr.io/acme/labeler", "tag": "1.0"},
+            },
+            "mirror.example.com/acme/labeler:1.0",
+            id="global-replaces-that-host",
+        ),
+        pytest.param(
+            {"image": {"registry": "registry.example.com:5000", "repository": "acme/labeler"}},
+            f"registry.example.com:5000/acme/labeler:{CHARTS[LABELER].meta['appVersion']}",
+            id="registry-for-a-repository-without-host",
+        ),
+        pytest.param(
+            {"image": {"repository": "localhost/acme/labeler", "digest": "sha256:" + "0" * 64}},
+            "localhost/acme/labeler@sha256:" + "0" * 64,
+            id="localhost-is-a-host",
+        ),
+    ],
+)
+def test_a_repository_that_names_its_host_keeps_one_host(
+    values: dict[str, Any], expected: str
+) -> None:
+    """The labeler reads an image as every chart of the suite does: a repository's first path
+    element that names a host is the registry (the default `registry: ghcr.io` is not put in
+    front of it), and global.imageRegistry replaces it; the harness's image_ref agrees."""
+    assert _images(_render(values)) == {expected}
+    defaults = charts.load_yaml(CHARTS[LABELER].path / "values.yaml")
+    assert image_ref(defaults, values, str(CHARTS[LABELER].meta["appVersion"])) == expected
