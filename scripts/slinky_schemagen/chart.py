@@ -223,6 +223,23 @@ def check_chart(chart: Path, command: str) -> None:
     raise StaleSchemaError(f"{target} is stale; regenerate with: {command}", diff)
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it (mode 0644): a reader sees
+    the old file or the new one, never half of it."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            Path(tmp).chmod(0o644)
+            Path(tmp).replace(path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise SchemaGenError(f"cannot write {path}: {exc}") from exc
+
+
 def write_chart(chart: Path) -> bool:
     """Write ``chart``'s values.schema.json atomically; whether it changed."""
     fresh = generate_chart(chart)
@@ -232,16 +249,5 @@ def write_chart(chart: Path) -> bool:
             return False
     except OSError:
         pass
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{SCHEMA_FILE}.", dir=chart)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(fresh)
-            Path(tmp).chmod(0o644)
-            Path(tmp).replace(target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise SchemaGenError(f"cannot write {target}: {exc}") from exc
+    write_atomic(target, fresh)
     return True

@@ -55,6 +55,16 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+def chart_dir(name: str) -> Path:
+    """A chart folder, or the name of one under charts/; raises naming what was given."""
+    path = Path(name)
+    if not (path / "Chart.yaml").is_file():
+        path = charts_root() / name
+    if not (path / "Chart.yaml").is_file():
+        raise SchemaGenError(f"{name}: no chart there (a chart folder or a name under charts/)")
+    return path
+
+
 def _select(names: Sequence[str]) -> tuple[list[Path], list[Path]]:
     """(opted-in charts, hand-written charts) to handle; a named chart must have opted in."""
     if not names:
@@ -62,11 +72,7 @@ def _select(names: Sequence[str]) -> tuple[list[Path], list[Path]]:
         return [c for c in every if is_generated(c)], [c for c in every if not is_generated(c)]
     chosen = []
     for name in names:
-        path = Path(name)
-        if not (path / "Chart.yaml").is_file():
-            path = charts_root() / name
-        if not (path / "Chart.yaml").is_file():
-            raise SchemaGenError(f"{name}: no chart there (a chart folder or a name under charts/)")
+        path = chart_dir(name)
         if not is_generated(path):
             raise SchemaGenError(
                 f"{_display(path)} has a hand-written {SCHEMA_FILE}: create {EXTRA_FILE} there "

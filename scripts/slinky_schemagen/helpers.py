@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slinky_schemagen.cli import charts_root
+from slinky_schemagen.chart import write_atomic
+from slinky_schemagen.cli import chart_dir, charts_root
 from slinky_schemagen.errors import SchemaGenError, StaleSchemaError
 
 if TYPE_CHECKING:
@@ -165,28 +164,13 @@ def expected(chart: Path, helpers: Sequence[Helper]) -> str:
     return _HEADER.format(prog=PROG) + "".join("\n" + b for b in blocks)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            Path(tmp).chmod(0o644)
-            Path(tmp).replace(path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise SchemaGenError(f"cannot write {path}: {exc}") from exc
-
-
 def write_chart(chart: Path, helpers: Sequence[Helper]) -> bool:
     """Write the chart's ``templates/_common.tpl``; True when it changed."""
     text = expected(chart, helpers)
     path = chart / TARGET
     if path.is_file() and path.read_text() == text:
         return False
-    _write_atomic(path, text)
+    write_atomic(path, text)
     return True
 
 
@@ -213,15 +197,7 @@ def check_chart(chart: Path, helpers: Sequence[Helper]) -> None:
 def _charts(names: Sequence[str]) -> list[Path]:
     if not names:
         return sorted(p.parent for p in charts_root().glob("*/Chart.yaml"))
-    chosen = []
-    for name in names:
-        path = Path(name)
-        if not (path / "Chart.yaml").is_file():
-            path = charts_root() / name
-        if not (path / "Chart.yaml").is_file():
-            raise SchemaGenError(f"{name}: no chart there (a chart folder or a name under charts/)")
-        chosen.append(path)
-    return chosen
+    return [chart_dir(name) for name in names]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
