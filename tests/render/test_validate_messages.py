@@ -1016,7 +1016,9 @@ CLUSTER_ROWS = (
         CLUSTER,
         {
             "configFiles": {"cgroup.conf": "IgnoreSystemd=yes\ncgroupplugin = disabled\n"},
-            "controller": {"extraConf": "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/affinity,task/cgroup"},
+            "controller": {
+                "extraConf": "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/affinity,task/cgroup"
+            },
         },
         "configFiles.cgroup.conf sets CgroupPlugin=disabled, but slurm.conf keeps a plugin that needs cgroups "
         "(Slurm's default `ProctrackType=proctrack/cgroup`, or `TaskPlugin=task/cgroup`): every slurmd would "
