@@ -140,8 +140,10 @@ class Helm:
         if namespace:
             cmd += ["-n", namespace]
         cmd += args
+        # a cluster in a network namespace (the real node's) is reached from inside it only
+        argv = self.cluster.wrap(cmd) if self.cluster is not None else cmd
         proc = subprocess.run(
-            cmd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
+            argv, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
         )
         result = HelmResult(cmd, proc.returncode, proc.stdout, _without_link_notice(proc.stderr))
         if check and not result.ok:
