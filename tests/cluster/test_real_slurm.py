@@ -14,6 +14,8 @@ module's node. What the overrides change, and why a real node needs it:
   this machine's hybrid cgroup v1 hierarchy (slurmd exits); then ``ProctrackType`` and
   ``TaskPlugin`` must not be cgroup's (Slurm's defaults are, and the operator sets neither: slurmd
   exits with "Trying to initialize cgroups but CgroupPlugin=disabled");
+* accounting (the last test, by ``helm upgrade``) needs a database the chart does not deploy:
+  MariaDB from the builder's image, applied by the test;
 * the ``gpu`` NodeSet declares two emulated GPUs (``Gres=gpu:emu:2``) whose device files an init
   container makes (``mknod``) in a folder the slurmd container mounts at ``/dev/emu``.
 """
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness.build.images import LOGFILE_IMAGE, ensure_images
+from slinky_harness.build.images import LOGFILE_IMAGE, MARIADB_IMAGE, ensure_images
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm.client import Helm, install_past_webhook_race, values_text
 from slinky_harness.k8s.realnode import NODE_NAME, RealNode
@@ -46,6 +48,9 @@ ON_REAL_NODE = {"kubernetes.io/hostname": NODE_NAME}
 PROFILE = REPO / "values" / "kind.yaml"
 FLEET = REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 APP = "app.kubernetes.io/name"
+WAIT = 1200
+"""Seconds to wait for another test file's real node (one per machine: test_real_node.py) to end:
+under ``--dist loadscope`` the two files may start at once in two workers; they take turns."""
 
 
 def _profile(section: str) -> dict[str, Any]:
@@ -126,7 +131,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     started = time.monotonic()
     archives = ensure_images()
     built = time.monotonic()
-    with RealNode.start(tmp_path_factory.mktemp("realslurm"), FLEET) as running:
+    with RealNode.start(tmp_path_factory.mktemp("realslurm"), FLEET, wait=WAIT) as running:
         for archive in (archives.slurm, archives.slinky):
             running.import_image(archive)
         print(
@@ -390,3 +395,126 @@ def test_helm_upgrade_changing_a_nodeset_is_followed(
         wait_for(third_idle, timeout=180, what="compute-2 idle", every=3)
     states = _idle_nodes(node)
     assert states.get("compute-2") == "idle", f"{states}\n{_describe_pods(node, NS)}"
+
+
+def _mariadb(namespace: str) -> list[dict[str, Any]]:
+    """The accounting database (the chart deploys none): MariaDB from :data:`MARIADB_IMAGE` on
+    the real node, its password in Secret ``slurm-db``, Service ``mariadb``."""
+    labels = {"app": "mariadb"}
+    env = [
+        {"name": "MARIADB_USER", "value": "slurm"},
+        {"name": "MARIADB_DATABASE", "value": "slurm_acct_db"},
+        {
+            "name": "MARIADB_PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": "slurm-db", "key": "password"}},
+        },
+    ]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "slurm-db", "namespace": namespace},
+            "stringData": {"password": "real-node-test"},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "mariadb", "namespace": namespace},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": ON_REAL_NODE,
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [
+                            {
+                                "name": "mariadb",
+                                "image": MARIADB_IMAGE,
+                                "imagePullPolicy": "IfNotPresent",
+                                "env": env,
+                                "ports": [{"containerPort": 3306}],
+                                "readinessProbe": {
+                                    "tcpSocket": {"port": 3306},
+                                    "periodSeconds": 2,
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "mariadb", "namespace": namespace},
+            "spec": {"selector": labels, "ports": [{"port": 3306, "targetPort": 3306}]},
+        },
+    ]
+
+
+def test_accounting_records_jobs_in_sacct(
+    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``helm upgrade`` with accounting on (slurmdbd as the operator's pod, MariaDB beside it):
+    slurmctld registers with slurmdbd and ``sacct`` lists a job run afterwards as COMPLETED."""
+    node.cluster.apply(_mariadb(NS))
+    try:
+        node.cluster.kubectl(
+            "rollout", "status", "-n", NS, "deployment/mariadb", "--timeout=120s", timeout=130
+        )
+    except Exception:
+        print(
+            node.cluster.kubectl("logs", "-n", NS, "deployment/mariadb", "--tail=40", check=False)
+        )
+        raise
+    values = cluster_values(compute=3)
+    values["accounting"] = {
+        "enabled": True,
+        "podSpec": {"nodeSelector": ON_REAL_NODE},
+        "storageConfig": {
+            "host": f"mariadb.{NS}",
+            "passwordKeyRef": {"name": "slurm-db", "key": "password"},
+        },
+    }
+    tmp = tmp_path_factory.mktemp("accounting-values")
+    helm.run(
+        "upgrade", RELEASE, str(REPO / "charts" / "slurm-cluster"), "-n", NS,
+        "-f", _values_file(tmp, "cluster", values),
+    )  # fmt: skip
+
+    def registered() -> bool:
+        out = _slurmctld(node, "sacctmgr", "-n", "-P", "show", "cluster", check=False, timeout=20)
+        return "slurm_slurm" in out
+
+    try:
+        wait_for(registered, timeout=240, what="the cluster in slurmdbd", every=5)
+    except Exception:
+        print(_describe_pods(node, NS))
+        for name in _named(node, "slurmdbd"):
+            print(node.cluster.kubectl("logs", "-n", NS, name, "--tail=30", check=False))
+        raise
+
+    def all_idle_again() -> bool:
+        # the operator restarts slurmctld (and may roll the slurmd pods) for the new accountingRef
+        states = _idle_nodes(node)
+        return len(states) == 4 and set(states.values()) == {"idle"}
+
+    wait_for(all_idle_again, timeout=240, what="four idle slurmd after the upgrade", every=5)
+    out = _slurmctld(
+        node, "srun", "-N1", "-p", "compute", "sh", "-c", "echo $SLURM_JOB_ID", timeout=120
+    )
+    job = out.strip()
+    assert job.isdigit(), out
+
+    def in_sacct() -> str:
+        out = _slurmctld(
+            node, "sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State", check=False
+        )
+        return out if "COMPLETED" in out else ""
+
+    with contextlib.suppress(Exception):
+        wait_for(in_sacct, timeout=60, what=f"job {job} in sacct", every=3)
+    out = _slurmctld(node, "sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State")
+    assert out.strip() == f"{job}|COMPLETED", out

@@ -131,13 +131,17 @@ eval "exec sackd -D ${SACKD_OPTIONS:-} \\"\\$@\\""
 """,
     "mariadb": """#!/bin/bash
 # MariaDB for slurmdbd: a fresh data folder on first start; MARIADB_DATABASE, MARIADB_USER and
-# MARIADB_PASSWORD name the database and the user allowed to reach it from anywhere.
+# MARIADB_PASSWORD name the database and the user allowed to reach it from anywhere. Runs as
+# root (the image has no mysql user); the InnoDB settings are the ones slurmdbd asks for.
 set -euo pipefail
 data=/var/lib/mysql
+common=(--no-defaults --user=root --datadir="$data" --tmpdir=/tmp
+  --innodb-buffer-pool-size=64M --innodb-log-file-size=64M
+  --innodb-snapshot-isolation=OFF --innodb-lock-wait-timeout=900)
 mkdir -p "$data" /run/mysqld
+init=()
 if [ ! -d "$data/mysql" ]; then
-  mariadb-install-db --datadir="$data" --auth-root-authentication-method=socket \\
-    --skip-test-db >/dev/null
+  mariadb-install-db "${common[@]}" --auth-root-authentication-method=socket --skip-test-db
   db="${MARIADB_DATABASE:-slurm_acct_db}" user="${MARIADB_USER:-slurm}"
   cat >/tmp/init.sql <<SQL
 CREATE DATABASE IF NOT EXISTS \\`$db\\`;
@@ -145,11 +149,9 @@ CREATE USER IF NOT EXISTS '$user'@'%' IDENTIFIED BY '${MARIADB_PASSWORD:?MARIADB
 GRANT ALL ON \\`$db\\`.* TO '$user'@'%';
 SQL
   init=(--init-file=/tmp/init.sql)
-else
-  init=()
 fi
-exec mariadbd --datadir="$data" --user=root --bind-address=0.0.0.0 --port=3306 \\
-  --skip-name-resolve --innodb-buffer-pool-size=64M "${init[@]}" "$@"
+exec mariadbd "${common[@]}" --socket=/run/mysqld/mysqld.sock --bind-address=0.0.0.0 \\
+  --port=3306 --skip-name-resolve "${init[@]}" "$@"
 """,
 }
 """One entrypoint per Slurm image that needs one (``/usr/local/bin/<name>-entrypoint.sh``). The
