@@ -138,7 +138,7 @@ def _cluster_setup(session: nox.Session) -> None:
     session.run("python", "-m", "slinky_harness.build.nodeparts")
     # The images the charts render (Slurm from the sid chroot, operator, webhook, slurm-bridge,
     # the log sidecar), cached by content (tests/cluster/test_real_slurm.py imports them).
-    session.run("python", "-m", "slinky_harness.build.images")
+    session.run("python", "-m", "slinky_harness.build.images", "--prune")
     # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
     # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
     session.run("python", "-m", "slinky_harness.build.image", "prepare")

@@ -107,7 +107,7 @@ HOLLOW = ("proc", "sys", "dev", "run", "tmp")
 SLURM_FOLDERS = ("var/log/slurm", "var/spool/slurmctld", "run/slurmctld")
 """Owned by slurm (401) in the images: slurmctld, which runs as slurm, writes there
 (``/run/slurm`` stays root's: slurmd, as root, refuses it otherwise)."""
-COLD_BUILD = "about 1 min on 2 cores (a 250 MB layer from the chroot), seconds when cached"
+COLD_BUILD = "about 10 s on 2 cores (a 190 MB layer from the chroot), under 1 s when cached"
 
 ENTRYPOINTS: Mapping[str, str] = {
     "slurmctld": """#!/bin/bash
