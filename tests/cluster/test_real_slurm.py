@@ -318,7 +318,7 @@ def test_prolog_from_values_runs(node: RealNode, cluster: str) -> None:
 
 
 def test_gpu_job_lands_on_the_nodeset_with_emulated_gpus(node: RealNode, cluster: str) -> None:
-    """``--gres=gpu:1`` (no partition named) runs on the gpu NodeSet's node, which has the
+    """``--gres=gpu:1`` in the gpu partition runs on the gpu NodeSet's node, which has the
     emulated GPU device files; Slurm hands the job one of them."""
     out = _slurmctld(
         node, "srun", "-N1", "-p", "gpu", "--gres=gpu:1", "sh", "-c",
