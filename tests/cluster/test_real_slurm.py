@@ -327,6 +327,7 @@ def test_gpu_job_lands_on_the_nodeset_with_emulated_gpus(node: RealNode, cluster
     )  # fmt: skip
     first, *files = out.split("\n")
     assert first.split()[0] == "gpu-0", out
+    assert first.split()[1:] in (["0"], ["1"]), f"no GPU index handed to the job: {out}"
     assert sorted(f for f in files if f) == ["gpu0", "gpu1"], out
     nodes = _slurmctld(node, "scontrol", "show", "node", "gpu-0")
     assert "Gres=gpu:emu:2" in nodes, nodes
