@@ -136,6 +136,9 @@ def _cluster_setup(session: nox.Session) -> None:
     # The real node's containerd, runc, CNI plugins and iptables (Debian packages), CoreDNS
     # (tools/coredns), the pause binary and their images (tests/cluster/test_real_node.py).
     session.run("python", "-m", "slinky_harness.build.nodeparts")
+    # The images the charts render (Slurm from the sid chroot, operator, webhook, slurm-bridge,
+    # the log sidecar), cached by content (tests/cluster/test_real_slurm.py imports them).
+    session.run("python", "-m", "slinky_harness.build.images", "--prune")
     # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
     # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
     session.run("python", "-m", "slinky_harness.build.image", "prepare")

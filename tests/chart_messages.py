@@ -989,6 +989,31 @@ CLUSTER_ROWS = (
         "sssd.conf.",
     ),
     Row(
+        "cgroups-disabled-default-proctrack",
+        CLUSTER,
+        {"configFiles": {"cgroup.conf": "CgroupPlugin=disabled\n"}},
+        "configFiles.cgroup.conf sets CgroupPlugin=disabled, but slurm.conf keeps a plugin that needs cgroups "
+        "(Slurm's default `ProctrackType=proctrack/cgroup`, or `TaskPlugin=task/cgroup`): every slurmd would "
+        'exit ("Trying to initialize cgroups but CgroupPlugin=disabled"). Set '
+        "`controller.extraConfMap.ProctrackType: proctrack/linuxproc` and no cgroup TaskPlugin (e.g. "
+        "`TaskPlugin: task/none`), or the same lines in `controller.extraConf`.",
+    ),
+    Row(
+        "cgroups-disabled-cgroup-task-plugin",
+        CLUSTER,
+        {
+            "configFiles": {"cgroup.conf": "IgnoreSystemd=yes\ncgroupplugin = disabled\n"},
+            "controller": {
+                "extraConf": "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/affinity,task/cgroup"
+            },
+        },
+        "configFiles.cgroup.conf sets CgroupPlugin=disabled, but slurm.conf keeps a plugin that needs cgroups "
+        "(Slurm's default `ProctrackType=proctrack/cgroup`, or `TaskPlugin=task/cgroup`): every slurmd would "
+        'exit ("Trying to initialize cgroups but CgroupPlugin=disabled"). Set '
+        "`controller.extraConfMap.ProctrackType: proctrack/linuxproc` and no cgroup TaskPlugin (e.g. "
+        "`TaskPlugin: task/none`), or the same lines in `controller.extraConf`.",
+    ),
+    Row(
         "a3mega-networks",
         CLUSTER,
         {

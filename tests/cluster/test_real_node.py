@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 NS = "realnode-tests"
+WAIT = 1200
+"""Seconds to wait for another test file's real node (one per machine) to end."""
 
 
 def _found(left: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -46,7 +48,7 @@ def _launch(workdir: Path, fleet: Path) -> tuple[subprocess.Popen[str], str]:
     with (workdir / "launcher.log").open("w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "slinky_harness.k8s.realnode", "run",
-             "--workdir", str(workdir), "--fleet", str(fleet)],
+             "--workdir", str(workdir), "--fleet", str(fleet), "--wait", str(WAIT)],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -54,7 +56,7 @@ def _launch(workdir: Path, fleet: Path) -> tuple[subprocess.Popen[str], str]:
     assert proc.stdout is not None
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 600 + WAIT
     while time.monotonic() < deadline and proc.poll() is None:
         if selector.select(timeout=1):
             line = proc.stdout.readline()
@@ -106,7 +108,7 @@ def fleet_file() -> Path:
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, fleet_file: Path) -> Iterator[RealNode]:
     """The module's real node, in a cluster with the small-gpu kwok fleet beside it."""
-    with RealNode.start(tmp_path_factory.mktemp("realnode"), fleet_file) as running:
+    with RealNode.start(tmp_path_factory.mktemp("realnode"), fleet_file, wait=WAIT) as running:
         steps = ", ".join(f"{k} {v:.1f}s" for k, v in running.timings.items())
         print(f"real node up: {steps}")
         running.cluster.kubectl("create", "namespace", NS)

@@ -32,12 +32,15 @@ if TYPE_CHECKING:
 
 class KubeTarget(Protocol):
     """What a bound :class:`Helm` needs of a cluster (``slinky_harness.k8s.cluster.Cluster`` has
-    it): its kubeconfig, its environment and a ``kubectl`` that returns stdout."""
+    it): its kubeconfig, its environment, a command line run where its API server is reachable
+    (inside the real node's network namespace) and a ``kubectl`` that returns stdout."""
 
     @property
     def kubeconfig(self) -> Path: ...
 
     def env(self) -> dict[str, str]: ...
+
+    def wrap(self, argv: Sequence[str]) -> list[str]: ...
 
     def kubectl(self, *args: str, check: bool = True) -> str: ...
 
@@ -271,8 +274,10 @@ class Helm:
         if namespace:
             cmd += ["-n", namespace]
         cmd += args
+        # a cluster in a network namespace (the real node's) is reached from inside it only
+        argv = self.cluster.wrap(cmd) if self.cluster is not None else cmd
         proc = subprocess.run(
-            cmd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
+            argv, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
         )
         result = HelmResult(cmd, proc.returncode, proc.stdout, _without_link_notice(proc.stderr))
         if check and not result.ok:

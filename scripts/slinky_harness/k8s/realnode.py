@@ -488,10 +488,16 @@ class RealNode:
     @classmethod
     @contextlib.contextmanager
     def start(
-        cls, workdir: Path | str, fleet: Fleet | Path | str | None = None, *, timeout: float = 240
+        cls,
+        workdir: Path | str,
+        fleet: Fleet | Path | str | None = None,
+        *,
+        timeout: float = 240,
+        wait: float = 0,
     ) -> Iterator[RealNode]:
         """Start the cluster and the real node (see the module docstring); stop both and restore
-        the machine at the end of the block, errors included."""
+        the machine at the end of the block, errors included. ``wait``: seconds to wait for
+        another run's real node to end (one per machine) before giving up."""
         workdir = Path(workdir).resolve()
         if os.geteuid() != 0:
             raise RealNodeError("the real node needs root (network namespace, containerd, cgroups)")
@@ -499,7 +505,7 @@ class RealNode:
         bindir = ensure_binaries()
         LOCK.parent.mkdir(parents=True, exist_ok=True)
         with LOCK.open("a") as lock, processes.sigterm_as_interrupt():
-            _take(lock)
+            _take(lock, wait)
             state = workdir / "node"
             hostrestore.record(state, ROOT, RUN_DIR, NETNS)
             restore = [
@@ -527,13 +533,30 @@ class RealNode:
                         node.leftovers = left
 
 
-def _take(lock: IO[str]) -> None:
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise RealNodeError(
-            f"another real node runs on this machine (it holds {LOCK}); one per machine"
-        ) from None
+def _take(lock: IO[str], wait: float) -> None:
+    """Hold :data:`LOCK`, waiting up to ``wait`` seconds for another run's node to end (a line
+    every 30 s says so: test files of the cluster tier that each need the node take turns)."""
+    deadline = time.monotonic() + wait
+    said = 0.0
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            now = time.monotonic()
+            if now >= deadline:
+                raise RealNodeError(
+                    f"another real node runs on this machine (it holds {LOCK}); one per machine"
+                ) from None
+            if now - said >= 30:
+                print(
+                    f"realnode: another run's real node holds {LOCK}; waiting up to "
+                    f"{deadline - now:.0f}s for it to end",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                said = now
+            time.sleep(1)
 
 
 # --- command line ------------------------------------------------------------------------------
@@ -547,6 +570,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = sub.add_parser("run", help="start the cluster and the node until Ctrl-C")
     run.add_argument("--workdir", type=Path, required=True)
     run.add_argument("--fleet", type=Path, help="kwok fleet file beside the real node")
+    run.add_argument(
+        "--wait", type=float, default=0, help="seconds to wait for another run's real node to end"
+    )
     back = sub.add_parser("restore", help="put the machine back after a node (idempotent)")
     back.add_argument("state", type=Path, help="the node's folder (WORKDIR/node)")
     args = parser.parse_args(argv)
@@ -556,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rest = {k: v for k, v in left.items() if v}
             print(json.dumps(rest, indent=2) if rest else "restored")
             return 1 if rest else 0
-        with RealNode.start(args.workdir, args.fleet) as node:
+        with RealNode.start(args.workdir, args.fleet, wait=args.wait) as node:
             steps = ", ".join(f"{k} {v:.1f}s" for k, v in node.timings.items())
             print(f"ready: export KUBECONFIG={node.cluster.kubeconfig} ({steps})", flush=True)
             with contextlib.suppress(KeyboardInterrupt):

@@ -1,0 +1,521 @@
+"""A real Slurm cluster from ``helm install``: slurm-operator's operator and webhook run as pods
+on the real node (slinky_harness.k8s.realnode), then slurm-cluster with the ``kind`` profile and
+the overrides of :func:`cluster_values`; the operator makes the slurmctld, slurmd, slurmrestd and
+login pods from the images of slinky_harness.build.images, and Slurm runs jobs in them.
+
+One real node per machine: the whole file runs in one worker (``--dist loadscope``) on the
+module's node. What the overrides change, and why a real node needs it:
+
+* every pod selects the real node (``nodeSelector``): the kwok nodes beside it run nothing;
+* ``nodesetDefaults.oversubscribeNode: true``: all slurmd pods share the one real node (the
+  operator otherwise keeps NodeSet pods apart with anti-affinity);
+* ``controller.persistence.enabled: false``: the cluster has no storage provisioner;
+* ``cgroup.conf`` ``CgroupPlugin=disabled``: the operator's default ``cgroup/v2`` cannot run on
+  this machine's hybrid cgroup v1 hierarchy (slurmd exits); then ``ProctrackType`` and
+  ``TaskPlugin`` must not be cgroup's (Slurm's defaults are, and the operator sets neither: slurmd
+  exits with "Trying to initialize cgroups but CgroupPlugin=disabled");
+* accounting (the last test, by ``helm upgrade``) needs a database the chart does not deploy:
+  MariaDB from the builder's image, applied by the test;
+* the ``gpu`` NodeSet declares two emulated GPUs (``Gres=gpu:emu:2``) whose device files an init
+  container makes (``mknod``) in a folder the slurmd container mounts at ``/dev/emu``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+
+from slinky_harness.build.images import LOGFILE_IMAGE, MARIADB_IMAGE, ensure_images
+from slinky_harness.core.polling import wait_for
+from slinky_harness.helm.client import Helm, install_past_webhook_race, values_text
+from slinky_harness.k8s.realnode import NODE_NAME, RealNode
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+NS = "slurm"
+OPERATOR_NS = "slinky"
+RELEASE = "slurm"
+ON_REAL_NODE = {"kubernetes.io/hostname": NODE_NAME}
+PROFILE = REPO / "values" / "kind.yaml"
+FLEET = REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
+APP = "app.kubernetes.io/name"
+WAIT = 1200
+"""Seconds to wait for another test file's real node (one per machine: test_real_node.py) to end:
+under ``--dist loadscope`` the two files may start at once in two workers; they take turns."""
+
+
+def _profile(section: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(PROFILE.read_text())[section]
+    return data
+
+
+def operator_values() -> dict[str, Any]:
+    """The ``kind`` profile's slurm-operator section, its pods on the real node."""
+    values = _profile("slurm-operator")
+    for part in ("operator", "webhook"):
+        values[part]["nodeSelector"] = ON_REAL_NODE
+    return values
+
+
+def cluster_values(compute: int = 2) -> dict[str, Any]:
+    """The ``kind`` profile's slurm-cluster section and the overrides of the module docstring."""
+    values = _profile("slurm-cluster")
+    values["controller"]["persistence"] = {"enabled": False}
+    values["controller"]["podSpec"] = {"nodeSelector": ON_REAL_NODE}
+    values["controller"]["extraConfMap"] = {
+        "GresTypes": "gpu",
+        # Slurm's defaults (proctrack/cgroup) need cgroups, which CgroupPlugin=disabled turns off
+        "ProctrackType": "proctrack/linuxproc",
+        "TaskPlugin": "task/none",
+    }
+    values["restapi"]["podSpec"] = {"nodeSelector": ON_REAL_NODE}
+    values["loginsetDefaults"] = {"podSpec": {"nodeSelector": ON_REAL_NODE}}
+    # one real node: several slurmd pods on it (upstream's "testing only" switch)
+    values["nodesetDefaults"] = {
+        "podSpec": {"nodeSelector": ON_REAL_NODE},
+        "oversubscribeNode": True,
+    }
+    values["configFiles"] = {
+        "cgroup.conf": "CgroupPlugin=disabled\n",
+        "gres.conf": "NodeName=gpu-[0-9] Name=gpu Type=emu File=/dev/emu/gpu[0-1]\n",
+    }
+    values["prologScripts"] = {
+        "10-mark.sh": '#!/bin/sh\necho "prolog of $SLURM_JOB_ID" > /tmp/prolog-$SLURM_JOB_ID\n'
+    }
+    small = {"requests": {"cpu": "50m", "memory": "64Mi"}}
+    compute_set = values["nodesets"]["compute"]
+    compute_set["replicas"] = compute
+    compute_set["slurmd"]["resources"] = small
+    values["nodesets"]["gpu"] = {
+        "enabled": True,
+        "replicas": 1,
+        "extraConfMap": {"Gres": "gpu:emu:2"},
+        "partition": {"enabled": True, "config": "MaxTime=01:00:00"},
+        "slurmd": {
+            "resources": small,
+            "volumeMounts": [{"name": "emu-gpus", "mountPath": "/dev/emu"}],
+        },
+        "podSpec": {
+            "nodeSelector": ON_REAL_NODE,
+            "volumes": [{"name": "emu-gpus", "emptyDir": {}}],
+            "initContainers": [
+                {
+                    "name": "emu-gpus",
+                    "image": LOGFILE_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "securityContext": {"privileged": True},
+                    "command": [
+                        "sh", "-c", "mknod -m 666 /emu/gpu0 c 1 3 && mknod -m 666 /emu/gpu1 c 1 5",
+                    ],
+                    "volumeMounts": [{"name": "emu-gpus", "mountPath": "/emu"}],
+                }
+            ],
+        },
+    }  # fmt: skip
+    values["controller"]["slurmctld"]["resources"] = small
+    return values
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+    """The module's real node with every image of slinky_harness.build.images imported."""
+    started = time.monotonic()
+    archives = ensure_images()
+    built = time.monotonic()
+    with RealNode.start(tmp_path_factory.mktemp("realslurm"), FLEET, wait=WAIT) as running:
+        for archive in (archives.slurm, archives.slinky):
+            running.import_image(archive)
+        print(
+            f"images {built - started:.1f}s, node and import {time.monotonic() - built:.1f}s "
+            f"({', '.join(f'{k} {v:.1f}s' for k, v in running.timings.items())})"
+        )
+        yield running
+
+
+@pytest.fixture(scope="module")
+def helm(node: RealNode, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return Helm.pinned(cluster=node.cluster, home=tmp_path_factory.mktemp("helm-home"))
+
+
+def _values_file(tmp: Path, name: str, values: dict[str, Any]) -> str:
+    path = tmp / f"{name}.yaml"
+    path.write_text(values_text(values))
+    return str(path)
+
+
+def _pods(node: RealNode, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+    args = ["get", "pods", "-n", namespace, "-o", "json"]
+    if selector:
+        args += ["-l", selector]
+    items: list[dict[str, Any]] = json.loads(node.cluster.kubectl(*args))["items"]
+    return items
+
+
+def _describe_pods(node: RealNode, namespace: str) -> str:
+    return node.cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False)
+
+
+@pytest.fixture(scope="module")
+def operator(node: RealNode, helm: Helm, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """slurm-operator installed (CRDs, the operator and the webhook as pods); its namespace."""
+    tmp = tmp_path_factory.mktemp("operator-values")
+    started = time.monotonic()
+    helm.run(
+        "install", "slurm-operator", str(REPO / "charts" / "slurm-operator"),
+        "-n", OPERATOR_NS, "--create-namespace", "-f", _values_file(tmp, "op", operator_values()),
+        "--wait", "--timeout", "180s", timeout=240,
+    )  # fmt: skip
+    print(f"slurm-operator ready in {time.monotonic() - started:.1f}s")
+    return OPERATOR_NS
+
+
+def _named(node: RealNode, app: str) -> list[str]:
+    """Names of the pods of ``app`` (the operator's ``app.kubernetes.io/name``) in :data:`NS`."""
+    return sorted(p["metadata"]["name"] for p in _pods(node, NS, f"{APP}={app}"))
+
+
+def _slurmctld(node: RealNode, *command: str, check: bool = True, timeout: float = 60) -> str:
+    pods = _named(node, "slurmctld")
+    if not pods:
+        return ""
+    return node.cluster.kubectl(
+        "exec", "-n", NS, pods[0], "-c", "slurmctld", "--", *command,
+        check=check, timeout=timeout,
+    )  # fmt: skip
+
+
+def _idle_nodes(node: RealNode) -> dict[str, str]:
+    out = _slurmctld(node, "sinfo", "-h", "-N", "-o", "%N %t", check=False, timeout=20)
+    return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    node: RealNode, helm: Helm, operator: str, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """slurm-cluster installed with :func:`cluster_values`; waits until every slurmd is idle."""
+    tmp = tmp_path_factory.mktemp("cluster-values")
+    started = time.monotonic()
+    result = install_past_webhook_race(
+        helm, RELEASE, str(REPO / "charts" / "slurm-cluster"),
+        "-n", NS, "--create-namespace", "-f", _values_file(tmp, "cluster", cluster_values()),
+    )  # fmt: skip
+    assert result.ok, result.describe()
+
+    def all_idle() -> bool:
+        states = _idle_nodes(node)
+        return len(states) == 3 and all(s == "idle" for s in states.values())
+
+    def settled() -> bool:
+        # the operator may roll the slurmd pods once the controller is up: all Ready, all idle
+        pods = _pods(node, NS)
+        ready = all(
+            any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in p["status"].get("conditions", [])
+            )
+            for p in pods
+        )
+        return len(pods) == 6 and ready and all_idle()
+
+    try:
+        wait_for(settled, timeout=300, what="six Ready pods and three idle slurmd", every=3)
+    except Exception:
+        print(_describe_pods(node, NS))
+        print(node.cluster.kubectl("get", "events", "-n", NS, check=False)[-6000:])
+        for pod in _pods(node, NS):
+            name = pod["metadata"]["name"]
+            for c in pod["spec"]["containers"]:
+                print(f"--- {name}/{c['name']}")
+                print(
+                    node.cluster.kubectl(
+                        "logs", "-n", NS, name, "-c", c["name"], "--tail=30", check=False
+                    )
+                )
+        raise
+    print(f"slurm-cluster idle in {time.monotonic() - started:.1f}s")
+    return NS
+
+
+def test_operator_and_webhook_run_as_pods_on_the_real_node(node: RealNode, operator: str) -> None:
+    """helm install slurm-operator: the operator and webhook images (built here from the Go
+    binaries, under the chart's references) run as Ready pods on the real node."""
+    pods = _pods(node, operator)
+    images = {
+        c["image"]: (p["spec"]["nodeName"], p["status"]["phase"])
+        for p in pods
+        for c in p["spec"]["containers"]
+    }
+    assert images == {
+        "ghcr.io/slinkyproject/slurm-operator:1.2.1": (NODE_NAME, "Running"),
+        "ghcr.io/slinkyproject/slurm-operator-webhook:1.2.1": (NODE_NAME, "Running"),
+    }, images
+
+
+def test_operator_made_slurm_pods_run_on_the_real_node(node: RealNode, cluster: str) -> None:
+    """The operator makes slurmctld, two compute slurmd, one gpu slurmd, slurmrestd and login
+    pods, all Ready on the real node (none on a kwok node)."""
+    pods = _pods(node, cluster)
+    placed = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+    assert set(placed.values()) == {NODE_NAME}, placed
+    apps = sorted(
+        (p["metadata"]["labels"].get(APP, ""), p["spec"].get("hostname", "")) for p in pods
+    )
+    assert [a for a, _ in apps].count("slurmctld") == 1, apps
+    assert [h for a, h in apps if a == "slurmd"] == ["compute-0", "compute-1", "gpu-0"], apps
+    assert [a for a, _ in apps].count("slurmrestd") == 1, apps
+    assert [a for a, _ in apps].count("login") == 1, apps
+    not_ready = [
+        p["metadata"]["name"]
+        for p in pods
+        if not any(
+            c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"]
+        )
+    ]
+    assert not_ready == [], f"pods not Ready: {not_ready}\n{_describe_pods(node, cluster)}"
+
+
+def test_sinfo_shows_the_nodesets_idle(node: RealNode, cluster: str) -> None:
+    """slurmd registered configless through the controller's Service name: sinfo (kubectl exec
+    in the slurmctld pod) lists each NodeSet's nodes idle in its partition."""
+    out = _slurmctld(node, "sinfo", "-h", "-o", "%P %D %t")
+    rows = {tuple(line.split()) for line in out.splitlines()}
+    assert ("compute*", "2", "idle") in rows, out
+    assert ("gpu", "1", "idle") in rows, out
+    conf = _slurmctld(node, "scontrol", "show", "config")
+    assert re.search(r"SlurmctldParameters\s*=.*enable_configless", conf), conf
+
+
+def test_srun_runs_in_two_slurmd_pods(node: RealNode, cluster: str) -> None:
+    """``srun -N2 hostname`` runs one task in each of two slurmd pods (their hostnames)."""
+    out = _slurmctld(node, "srun", "-N2", "-p", "compute", "hostname", timeout=90)
+    assert sorted(out.split()) == ["compute-0", "compute-1"], out
+
+
+def test_job_without_partition_lands_in_the_default_one(node: RealNode, cluster: str) -> None:
+    """A job with no ``-p`` runs in the partition the values mark ``Default=YES`` (compute)."""
+    out = _slurmctld(node, "srun", "-N1", "sh", "-c", "echo $SLURM_JOB_PARTITION", timeout=90)
+    assert out.strip() == "compute", out
+
+
+def test_prolog_from_values_runs(node: RealNode, cluster: str) -> None:
+    """The prolog that ``prologScripts`` defines runs before the job on its node: its file is
+    there when the job looks."""
+    out = _slurmctld(
+        node, "srun", "-N1", "-p", "compute", "sh", "-c", "cat /tmp/prolog-$SLURM_JOB_ID",
+        timeout=90,
+    )  # fmt: skip
+    assert re.fullmatch(r"prolog of \d+", out.strip()), out
+
+
+def test_gpu_job_lands_on_the_nodeset_with_emulated_gpus(node: RealNode, cluster: str) -> None:
+    """``--gres=gpu:1`` in the gpu partition runs on the gpu NodeSet's node, which has the
+    emulated GPU device files; Slurm hands the job one of them."""
+    out = _slurmctld(
+        node, "srun", "-N1", "-p", "gpu", "--gres=gpu:1", "sh", "-c",
+        'echo "$(hostname) $CUDA_VISIBLE_DEVICES"; ls /dev/emu',
+        timeout=90,
+    )  # fmt: skip
+    first, *files = out.split("\n")
+    assert first.split()[0] == "gpu-0", out
+    assert first.split()[1:] in (["0"], ["1"]), f"no GPU index handed to the job: {out}"
+    assert sorted(f for f in files if f) == ["gpu0", "gpu1"], out
+    nodes = _slurmctld(node, "scontrol", "show", "node", "gpu-0")
+    assert "Gres=gpu:emu:2" in nodes, nodes
+
+
+def test_slurmrestd_answers_a_jwt_request(node: RealNode, cluster: str) -> None:
+    """A token from ``scontrol token`` authenticates a request to slurmrestd's Service, which
+    answers with the cluster's nodes."""
+    token = _slurmctld(node, "scontrol", "token", "username=slurm").strip()
+    assert token.startswith("SLURM_JWT="), token
+    jwt = token.removeprefix("SLURM_JWT=")
+    services = node.cluster.kubectl(
+        "get",
+        "svc",
+        "-n",
+        NS,
+        "-l",
+        f"{APP}=slurmrestd",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    )
+    host = f"{services.strip()}.{NS}"
+    url = f"http://{host}:6820/slurm/v0.0.45/nodes"
+    script = (
+        "exec 3<>/dev/tcp/$0/6820; "
+        'printf "GET /slurm/v0.0.45/nodes HTTP/1.0\\r\\nHost: %s\\r\\nConnection: close\\r\\n'
+        'X-SLURM-USER-NAME: slurm\\r\\nX-SLURM-USER-TOKEN: %s\\r\\n\\r\\n" "$0" "$1" >&3; '
+        "timeout 30 cat <&3"
+    )
+    out = _slurmctld(node, "bash", "-c", script, host, jwt)
+    assert " 200 " in out.split("\n", 1)[0], f"{url}: {out[:2000]}"
+    # kubectl's output is read as text (\r\n is \n); the body is one JSON document
+    body, _ = json.JSONDecoder().raw_decode(out.split("\n\n", 1)[1])
+    assert {n["name"] for n in body["nodes"]} >= {"compute-0", "compute-1", "gpu-0"}, body
+
+
+def test_login_pod_submits_with_sbatch(node: RealNode, cluster: str) -> None:
+    """In the login pod (sackd fetched the configuration) ``sbatch --wait`` submits a job that
+    runs and ends COMPLETED."""
+    (login,) = _named(node, "login")
+    out = node.cluster.kubectl(
+        "exec", "-n", NS, login, "-c", "login", "--",
+        "sbatch", "--parsable", "--wait", "-N1", "-o", "/dev/null", "--wrap", "true",
+        timeout=120,
+    )  # fmt: skip
+    job = out.strip().split(";")[0]
+    state = _slurmctld(node, "scontrol", "show", "job", job)
+    assert "JobState=COMPLETED" in state, state
+
+
+def test_helm_upgrade_changing_a_nodeset_is_followed(
+    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``helm upgrade`` to three compute replicas: the operator adds a slurmd pod and Slurm
+    shows a third idle compute node."""
+    tmp = tmp_path_factory.mktemp("upgrade-values")
+    helm.run(
+        "upgrade", RELEASE, str(REPO / "charts" / "slurm-cluster"), "-n", NS,
+        "-f", _values_file(tmp, "cluster", cluster_values(compute=3)),
+    )  # fmt: skip
+
+    def third_idle() -> bool:
+        return _idle_nodes(node).get("compute-2") == "idle"
+
+    with contextlib.suppress(Exception):
+        wait_for(third_idle, timeout=180, what="compute-2 idle", every=3)
+    states = _idle_nodes(node)
+    assert states.get("compute-2") == "idle", f"{states}\n{_describe_pods(node, NS)}"
+
+
+def _mariadb(namespace: str) -> list[dict[str, Any]]:
+    """The accounting database (the chart deploys none): MariaDB from :data:`MARIADB_IMAGE` on
+    the real node, its password in Secret ``slurm-db``, Service ``mariadb``."""
+    labels = {"app": "mariadb"}
+    env = [
+        {"name": "MARIADB_USER", "value": "slurm"},
+        {"name": "MARIADB_DATABASE", "value": "slurm_acct_db"},
+        {
+            "name": "MARIADB_PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": "slurm-db", "key": "password"}},
+        },
+    ]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "slurm-db", "namespace": namespace},
+            "stringData": {"password": "real-node-test"},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "mariadb", "namespace": namespace},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": ON_REAL_NODE,
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [
+                            {
+                                "name": "mariadb",
+                                "image": MARIADB_IMAGE,
+                                "imagePullPolicy": "IfNotPresent",
+                                "env": env,
+                                "ports": [{"containerPort": 3306}],
+                                "readinessProbe": {
+                                    "tcpSocket": {"port": 3306},
+                                    "periodSeconds": 2,
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "mariadb", "namespace": namespace},
+            "spec": {"selector": labels, "ports": [{"port": 3306, "targetPort": 3306}]},
+        },
+    ]
+
+
+def test_accounting_records_jobs_in_sacct(
+    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``helm upgrade`` with accounting on (slurmdbd as the operator's pod, MariaDB beside it):
+    slurmctld registers with slurmdbd and ``sacct`` lists a job run afterwards as COMPLETED."""
+    node.cluster.apply(_mariadb(NS))
+    try:
+        node.cluster.kubectl(
+            "rollout", "status", "-n", NS, "deployment/mariadb", "--timeout=120s", timeout=130
+        )
+    except Exception:
+        print(
+            node.cluster.kubectl("logs", "-n", NS, "deployment/mariadb", "--tail=40", check=False)
+        )
+        raise
+    values = cluster_values(compute=3)
+    values["accounting"] = {
+        "enabled": True,
+        "podSpec": {"nodeSelector": ON_REAL_NODE},
+        "storageConfig": {
+            "host": f"mariadb.{NS}",
+            "passwordKeyRef": {"name": "slurm-db", "key": "password"},
+        },
+    }
+    tmp = tmp_path_factory.mktemp("accounting-values")
+    helm.run(
+        "upgrade", RELEASE, str(REPO / "charts" / "slurm-cluster"), "-n", NS,
+        "-f", _values_file(tmp, "cluster", values),
+    )  # fmt: skip
+
+    def registered() -> bool:
+        out = _slurmctld(node, "sacctmgr", "-n", "-P", "show", "cluster", check=False, timeout=20)
+        return "slurm_slurm" in out
+
+    try:
+        wait_for(registered, timeout=240, what="the cluster in slurmdbd", every=5)
+    except Exception:
+        print(_describe_pods(node, NS))
+        for name in _named(node, "slurmdbd"):
+            print(node.cluster.kubectl("logs", "-n", NS, name, "--tail=30", check=False))
+        raise
+
+    def all_idle_again() -> bool:
+        # the operator restarts slurmctld (and may roll the slurmd pods) for the new accountingRef
+        states = _idle_nodes(node)
+        return len(states) == 4 and set(states.values()) == {"idle"}
+
+    wait_for(all_idle_again, timeout=240, what="four idle slurmd after the upgrade", every=5)
+    out = _slurmctld(
+        node, "srun", "-N1", "-p", "compute", "sh", "-c", "echo $SLURM_JOB_ID", timeout=120
+    )
+    job = out.strip()
+    assert job.isdigit(), out
+
+    def in_sacct() -> str:
+        out = _slurmctld(
+            node, "sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State", check=False
+        )
+        return out if "COMPLETED" in out else ""
+
+    with contextlib.suppress(Exception):
+        wait_for(in_sacct, timeout=60, what=f"job {job} in sacct", every=3)
+    out = _slurmctld(node, "sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State")
+    assert out.strip() == f"{job}|COMPLETED", out
