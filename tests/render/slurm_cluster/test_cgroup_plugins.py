@@ -3,18 +3,13 @@ needs: the real node of the cluster tier found it) renders only with plugins tha
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.render.render_support import one, render
 
-from slinky_harness.helm import client as helm
-
-CHART = Path(__file__).resolve().parents[2] / "charts" / "slurm-cluster"
 OFF = {"cgroup.conf": "CgroupPlugin=disabled\n"}
 
 
 def _controller_conf(values: dict[str, object]) -> str:
-    result = helm.template(CHART, values)
-    assert result.ok, result.describe()
-    (controller,) = [d for d in result.docs if d.get("kind") == "Controller"]
+    controller = one(render("slurm-cluster", values), "Controller")
     conf: str = controller["spec"].get("extraConf", "")
     return conf
 
