@@ -35,15 +35,19 @@ import yaml
 from slinky_harness.build.images import LOGFILE_IMAGE, MARIADB_IMAGE, ensure_images
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm.client import Helm, install_past_webhook_race, values_text
-from slinky_harness.k8s.realnode import NODE_NAME, RealNode
+from slinky_harness.k8s import realpods
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from slinky_harness.k8s.realnode import RealNode
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "slurm"
 OPERATOR_NS = "slinky"
 RELEASE = "slurm"
+NODE_NAME = realpods.node_name()
+"""The real node's name, or the kind worker's when ``SLINKY_REAL_PODS=kind:<cluster>`` (nox -s kind)."""
 ON_REAL_NODE = {"kubernetes.io/hostname": NODE_NAME}
 PROFILE = REPO / "values" / "kind.yaml"
 FLEET = REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
@@ -126,17 +130,18 @@ def cluster_values(compute: int = 2) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
-    """The module's real node with every image of slinky_harness.build.images imported."""
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[realpods.RealPods]:
+    """The module's real node (or kind worker: slinky_harness.k8s.realpods) with every image of
+    slinky_harness.build.images imported."""
     started = time.monotonic()
     archives = ensure_images()
     built = time.monotonic()
-    with RealNode.start(tmp_path_factory.mktemp("realslurm"), FLEET, wait=WAIT) as running:
-        for archive in (archives.slurm, archives.slinky):
-            running.import_image(archive)
+    with realpods.start(tmp_path_factory.mktemp("realslurm"), FLEET, wait=WAIT) as running:
+        running.import_images(archives)
+        timings = getattr(running, "timings", {})
         print(
             f"images {built - started:.1f}s, node and import {time.monotonic() - built:.1f}s "
-            f"({', '.join(f'{k} {v:.1f}s' for k, v in running.timings.items())})"
+            f"({', '.join(f'{k} {v:.1f}s' for k, v in timings.items())})"
         )
         yield running
 

@@ -248,6 +248,16 @@ def test_ci_runs_every_default_nox_session_and_the_kind_tier() -> None:
     assert 'sudo -E env "PATH=$PATH" python -m nox' in _runs(root)
 
 
+def test_kind_job_runs_nox_as_root_with_debootstraps_key() -> None:
+    """The kind tier builds the Slurm images of its real-pod tests from the sid chroot, which
+    needs root and Debian's archive key on the Ubuntu runner (as the root tiers do)."""
+    kind = _workflows()["ci.yaml"]["jobs"]["kind"]
+    runs = _runs(kind)
+    assert 'sudo -E env "PATH=$PATH" python -m nox -s kind' in runs
+    assert "debian-archive-keyring" in runs
+    assert runs.index("debian-archive-keyring") < runs.index("python -m nox -s kind")
+
+
 def test_ci_caches_the_suite_cache_folder() -> None:
     ci = _workflows()["ci.yaml"]
     keys = set()

@@ -17,7 +17,12 @@ unit tests check it without Docker) and executed by :func:`execute`:
    followed by ``scontrol show job`` until it is COMPLETED;
 6. the labeler's topology annotation on a worker;
 7. a Pod with ``schedulerName`` of the bridge, which must run to completion on the bridge worker;
-8. ``kind delete cluster`` unless ``--keep``.
+8. the real-pod tests (``tests/cluster/test_real_slurm.py``, as on the cluster tier's real node) on
+   a second cluster, ``<name>-pods`` (``kind_cluster/pods.yaml``), after the first is deleted: the
+   image archives of :mod:`slinky_harness.build.images` (built or reused before step 1; building
+   them needs root, as on the cluster tier) loaded with ``kind load image-archive``, then pytest
+   with ``SLINKY_REAL_PODS=kind:<name>-pods`` (:mod:`slinky_harness.k8s.realpods`);
+9. ``kind delete cluster`` of both unless ``--keep``.
 
 Without a Docker engine or without kind (pinned v0.33.0: from PATH, the cache, or built from the
 Go module proxy like the other pinned tools), it prints one line saying what is missing and how to
@@ -61,6 +66,7 @@ from slinky_harness.apps.kind_plan import (
 )
 from slinky_harness.build import cache, gobuild, toolchain
 from slinky_harness.build.gobuild import BuildError
+from slinky_harness.build.images import ImagesError, ensure_images
 from slinky_harness.core import paths
 from slinky_harness.core.errors import HarnessError, WaitTimeout
 from slinky_harness.core.polling import wait_for
@@ -137,8 +143,8 @@ def ensure_kind() -> Path:
     return cached
 
 
-def plan_input(name: str, workdir: Path, keep: bool) -> PlanInput:
-    """Read the repository's inputs of :func:`build_plan`."""
+def plan_input(name: str, workdir: Path, keep: bool, archives: Sequence[Path] = ()) -> PlanInput:
+    """Read the repository's inputs of :func:`build_plan`; ``archives``: the built images."""
     suite = {chart.name: chart for chart in charts.discover_charts()}
     missing = [c for c in INSTALL_ORDER if c not in suite]
     if missing:
@@ -165,6 +171,7 @@ def plan_input(name: str, workdir: Path, keep: bool) -> PlanInput:
         },
         app_versions={c: str(suite[c].meta.get("appVersion", "")) for c in INSTALL_ORDER},
         keep=keep,
+        archives=tuple(archives),
     )
 
 
@@ -323,14 +330,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cleanup: list[Step] = []
     env: dict[str, str] = {}
     try:
-        spec = plan_input(args.name, workdir, args.keep)
+        archives = ensure_images()
+        spec = plan_input(args.name, workdir, args.keep, (archives.slurm, archives.slinky))
         env = toolchain.tool_env(["helm", "ct", "kubectl"])
         env["PATH"] = f"{kind.parent}{os.pathsep}{env['PATH']}"
         env["KUBECONFIG"] = str(spec.kubeconfig)
         steps, cleanup = build_plan(spec)
         started = time.monotonic()
-        execute(steps, env, lambda line: print(line, file=sys.stderr))
-    except (KindError, BuildError, OSError) as exc:
+        found = execute(steps, env, lambda line: print(line, file=sys.stderr))
+    except (KindError, BuildError, ImagesError, OSError) as exc:
         kept = f" (cluster kept, KUBECONFIG={workdir / 'kubeconfig'})" if args.keep else ""
         print(f"error: {exc}{kept}", file=sys.stderr)
         return 1
@@ -342,10 +350,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"warning: {exc}", file=sys.stderr)
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    kept = f"; cluster kept, KUBECONFIG={spec.kubeconfig}" if args.keep else ""
+    kept = (
+        f"; clusters kept, KUBECONFIG={spec.kubeconfig} and {spec.pods_kubeconfig}"
+        if args.keep
+        else ""
+    )
     print(
         f"kind: suite installed and tested on {args.name} ({NODE_IMAGE.split('@', maxsplit=1)[0]}), "
-        f"Slurm job and slurm-bridge pod completed in {time.monotonic() - started:.0f}s{kept}"
+        f"Slurm job and slurm-bridge pod completed, real-pod tests on {spec.pods_name}: "
+        f"{found['real_pods']}, in {time.monotonic() - started:.0f}s{kept}"
     )
     return 0
 

@@ -18,6 +18,7 @@ from slinky_harness.core.errors import HarnessError
 from slinky_harness.helm import charts
 from slinky_harness.helm.charts import image_ref
 from slinky_harness.helm.values import merge
+from slinky_harness.k8s.realpods import TARGET_ENV
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -32,6 +33,23 @@ DATA_DIR = Path(__file__).with_name("kind_cluster")
 
 
 CLUSTER_CONFIG = DATA_DIR / "cluster.yaml"
+
+
+PODS_CONFIG = DATA_DIR / "pods.yaml"
+"""The second cluster's config: the real-pod tests' own (one control plane, one worker)."""
+
+
+PODS_SUFFIX = "-pods"
+"""The real-pod tests' cluster is ``<name>-pods``: the tests install slurm-operator and
+slurm-cluster under their own release names, which the chart-testing releases would clash with."""
+
+
+REAL_POD_TESTS = ("tests/cluster/test_real_slurm.py",)
+"""The tests that run on real pods (``SLINKY_REAL_PODS``, :mod:`slinky_harness.k8s.realpods`)."""
+
+
+PYTEST_SUMMARY = r"^=+ (.*\bpassed\b.*?) =+$"
+"""pytest's last line (``--color=no``) when at least one test passed."""
 
 
 DEFAULT_NAME = "slinky-suite"
@@ -138,10 +156,21 @@ class PlanInput:
     app_versions: Mapping[str, str]
     """... and ``appVersion``."""
     keep: bool = False
+    archives: tuple[Path, ...] = ()
+    """The archives of :func:`slinky_harness.build.images.ensure_images`, loaded into the
+    real-pod tests' cluster in this order."""
 
     @property
     def kubeconfig(self) -> Path:
         return self.workdir / "kubeconfig"
+
+    @property
+    def pods_name(self) -> str:
+        return f"{self.name}{PODS_SUFFIX}"
+
+    @property
+    def pods_kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig-pods"
 
 
 def chart_values(
@@ -451,9 +480,81 @@ def build_plan(spec: PlanInput) -> tuple[list[Step], list[Step]]:
             timeout=600,
         ),
     ]
+    steps += real_pod_steps(spec)
     cleanup: list[Step] = []
     if not spec.keep:
-        cleanup.append(
-            Run("delete the kind cluster", ("kind", "delete", "cluster", "--name", spec.name))
-        )
+        cleanup += [
+            Run("delete the kind cluster", ("kind", "delete", "cluster", "--name", spec.name)),
+            Run(
+                "delete the real-pod tests' kind cluster",
+                ("kind", "delete", "cluster", "--name", spec.pods_name),
+            ),
+        ]
     return steps, cleanup
+
+
+def real_pod_steps(spec: PlanInput) -> list[Step]:
+    """The real-pod tests on their own kind cluster: the first cluster is deleted (unless kept:
+    a runner holds one at a time), then ``<name>-pods`` is created, every image archive is loaded
+    into it (``kind load image-archive``: ``ctr images import`` on each node, which files each
+    image of the OCI archive under its ``io.containerd.image.name``), and pytest runs
+    :data:`REAL_POD_TESTS` with ``SLINKY_REAL_PODS=kind:<name>-pods``."""
+    if not spec.archives:
+        raise KindError("no image archives to load: slinky_harness.build.images builds them")
+    pods = spec.pods_name
+    steps: list[Step] = []
+    if not spec.keep:
+        steps.append(
+            Run(
+                "delete the kind cluster (the real-pod tests get their own)",
+                ("kind", "delete", "cluster", "--name", spec.name),
+            )
+        )
+    steps.append(
+        Run(
+            f"create the kind cluster {pods} for the real-pod tests",
+            (
+                "kind",
+                "create",
+                "cluster",
+                "--name",
+                pods,
+                "--config",
+                str(PODS_CONFIG),
+                "--image",
+                NODE_IMAGE,
+                "--kubeconfig",
+                str(spec.pods_kubeconfig),
+                "--wait",
+                "300s",
+            ),
+        )
+    )
+    steps += [
+        Run(
+            f"load {archive.name} into {pods} (kind load image-archive)",
+            ("kind", "load", "image-archive", str(archive), "--name", pods),
+        )
+        for archive in spec.archives
+    ]
+    steps.append(
+        Run(
+            f"real-pod tests on {pods}-worker ({', '.join(REAL_POD_TESTS)})",
+            (
+                "env",
+                f"{TARGET_ENV}=kind:{pods}",
+                f"KUBECONFIG={spec.pods_kubeconfig}",
+                "python",
+                "-m",
+                "pytest",
+                *REAL_POD_TESTS,
+                "--color=no",
+                "-p",
+                "no:cacheprovider",
+            ),
+            capture="real_pods",
+            pattern=PYTEST_SUMMARY,
+            timeout=2700,
+        )
+    )
+    return steps

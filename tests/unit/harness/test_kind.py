@@ -7,7 +7,8 @@ import os
 import re
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,6 +21,8 @@ from slinky_harness.apps.kind_plan import (
     MANAGED_NODE_TAINT,
     NAMESPACES,
     NODE_IMAGE,
+    PODS_CONFIG,
+    REAL_POD_TESTS,
     KindError,
     PlanInput,
     Poll,
@@ -31,22 +34,24 @@ from slinky_harness.apps.kind_plan import (
     scheduler_name,
     workers_of,
 )
-from slinky_harness.build import toolchain
+from slinky_harness.build import images, toolchain
 from slinky_harness.core import paths
 from slinky_harness.helm import charts
 from slinky_harness.helm import client as helm_client
 from slinky_harness.helm.charts import image_ref
 from slinky_harness.helm.values import merge
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from slinky_harness.k8s import realpods
 
 NAME = "t1"
+ARCHIVES = (
+    Path("/cache/images/slurm-26.05.1-0123.tar"),
+    Path("/cache/images/slinky-1.2.1-4567.tar"),
+)
 
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> PlanInput:
-    return kind.plan_input(NAME, tmp_path_factory.mktemp("kind"), keep=False)
+    return kind.plan_input(NAME, tmp_path_factory.mktemp("kind"), keep=False, archives=ARCHIVES)
 
 
 @pytest.fixture(scope="module")
@@ -249,13 +254,88 @@ def test_bridge_is_pointed_at_the_cluster_release_ct_created(plan: list[Step]) -
     assert match and match[1] == "slurm-cluster-ab12cd34ef"
 
 
-def test_cleanup_deletes_the_cluster_unless_kept(spec: PlanInput) -> None:
+def _where(plan: list[Step], argv: tuple[str, ...]) -> int:
+    hits = [i for i, s in enumerate(plan) if isinstance(s, Run) and s.argv == argv]
+    assert len(hits) == 1, (argv, hits)
+    return hits[0]
+
+
+def test_real_pod_tests_run_on_their_own_cluster_after_the_suite(
+    plan: list[Step], spec: PlanInput
+) -> None:
+    """After the bridge pod, the first cluster goes and ``<name>-pods`` is made from pods.yaml
+    with the pinned node image; its only worker is the node the real-pod tests select."""
+    bridge = _index(plan, ("kubectl", "get", "pod", "-n", "default", "slurm-bridge-probe"))
+    gone = _where(plan, ("kind", "delete", "cluster", "--name", NAME))
+    created = _index(plan, ("kind", "create", "cluster", "--name", f"{NAME}-pods"))
+    assert bridge < gone < created
+    argv = plan[created].argv  # type: ignore[union-attr]
+    assert argv[argv.index("--config") + 1] == str(PODS_CONFIG)
+    assert argv[argv.index("--image") + 1] == NODE_IMAGE
+    assert argv[argv.index("--kubeconfig") + 1] == str(spec.pods_kubeconfig)
+    assert spec.pods_kubeconfig != spec.kubeconfig
+    workers = workers_of(yaml.safe_load(PODS_CONFIG.read_text()), f"{NAME}-pods")
+    assert [w.name for w in workers] == [f"{NAME}-pods-worker"]
+    assert realpods.kind_worker(f"{NAME}-pods") == workers[0].name
+
+
+def test_every_image_archive_is_loaded_into_the_pods_cluster_before_the_tests(
+    plan: list[Step],
+) -> None:
+    """``kind load image-archive <archive> --name <name>-pods`` for each archive, in the order
+    given, after the cluster exists and before pytest starts."""
+    created = _index(plan, ("kind", "create", "cluster", "--name", f"{NAME}-pods"))
+    loads = [
+        _where(plan, ("kind", "load", "image-archive", str(a), "--name", f"{NAME}-pods"))
+        for a in ARCHIVES
+    ]
+    tests = _index(plan, ("env",))
+    assert created < loads[0] < loads[1] < tests
+    assert not any(
+        isinstance(s, Run) and s.argv[:3] == ("kind", "load", "image-archive") and NAME in s.argv
+        for s in plan
+    ), "the suite's own cluster keeps pulling the profile's images"
+
+
+def test_real_pod_tests_select_the_kind_target_by_environment(
+    plan: list[Step], spec: PlanInput
+) -> None:
+    """pytest runs the real-pod test files with ``SLINKY_REAL_PODS=kind:<name>-pods`` and that
+    cluster's kubeconfig, and only counts when pytest's summary says tests passed."""
+    step = plan[_index(plan, ("env",))]
+    assert isinstance(step, Run)
+    assert step is plan[-1]
+    argv = step.argv
+    assert argv[1:3] == (
+        f"{realpods.TARGET_ENV}=kind:{NAME}-pods",
+        f"KUBECONFIG={spec.pods_kubeconfig}",
+    )
+    assert argv[3:6] == ("python", "-m", "pytest")
+    assert REAL_POD_TESTS == ("tests/cluster/test_real_slurm.py",)
+    assert all((paths.REPO_ROOT / t).is_file() for t in REAL_POD_TESTS)
+    assert set(REAL_POD_TESTS) <= set(argv) and "--color=no" in argv
+    assert step.capture == "real_pods"
+    assert re.search(step.pattern, "==== 12 passed, 1 warning in 30.1s ====", re.M)
+    assert not re.search(step.pattern, "==== 12 skipped in 0.3s ====", re.M)
+    target = realpods.target({realpods.TARGET_ENV: argv[1].split("=", 1)[1]})
+    assert target.node_name == f"{NAME}-pods-worker"
+
+
+def test_plan_without_image_archives_is_refused(spec: PlanInput) -> None:
+    with pytest.raises(KindError, match="no image archives"):
+        build_plan(PlanInput(**{**spec.__dict__, "archives": ()}))
+
+
+def test_cleanup_deletes_both_clusters_unless_kept(spec: PlanInput) -> None:
     _, cleanup = build_plan(spec)
     assert [s.argv for s in cleanup if isinstance(s, Run)] == [
-        ("kind", "delete", "cluster", "--name", NAME)
+        ("kind", "delete", "cluster", "--name", NAME),
+        ("kind", "delete", "cluster", "--name", f"{NAME}-pods"),
     ]
     kept = PlanInput(**{**spec.__dict__, "keep": True})
-    assert build_plan(kept)[1] == []
+    steps, cleanup = build_plan(kept)
+    assert cleanup == []
+    assert not any(isinstance(s, Run) and s.argv[:2] == ("kind", "delete") for s in steps)
 
 
 def test_plan_is_a_pure_function_of_its_input(spec: PlanInput) -> None:
@@ -526,20 +606,28 @@ case "$(basename "$0") $*" in
   "kubectl get pod -n default slurm-bridge-probe"*) echo "Succeeded t1-worker2" ;;
   "helm list "*) echo slurm-cluster-ab12cd34ef ;;
   "kubectl apply -f -") cat > /dev/null ;;
+  "python -m pytest "*) echo "target $SLINKY_REAL_PODS $KUBECONFIG" >> "$FAKE_LOG"; echo "$PYTEST_OUT" ;;
 esac
 exit 0
 """
 
 
-def _fake_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job_state: str) -> Path:
+def _fake_tools(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    job_state: str,
+    pytest_out: str = "===== 12 passed in 301.5s =====",
+) -> Path:
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for name in ("kind", "kubectl", "helm", "ct", "docker"):
+    for name in ("kind", "kubectl", "helm", "ct", "docker", "python"):
         (bindir / name).write_text(FAKE)
         (bindir / name).chmod(0o755)
     log = tmp_path / "commands.log"
     monkeypatch.setenv("FAKE_LOG", str(log))
     monkeypatch.setenv("JOB_STATE", job_state)
+    monkeypatch.setenv("PYTEST_OUT", pytest_out)
+    monkeypatch.setattr(kind, "ensure_images", lambda: images.Archives(*ARCHIVES))
     monkeypatch.setattr(kind, "docker_missing", lambda: None)
     monkeypatch.setattr(kind, "ensure_kind", lambda: bindir / "kind")
 
@@ -559,14 +647,20 @@ def test_main_runs_the_plan_in_order_and_deletes_the_cluster(
     assert out.count("\n") == 1 and out.startswith(f"kind: suite installed and tested on {NAME}")
     commands = log.read_text().splitlines()
     assert commands[0].startswith(f"kind create cluster --name {NAME}")
-    assert commands[-1] == f"kind delete cluster --name {NAME}"
+    assert commands[-2:] == [
+        f"kind delete cluster --name {NAME}",
+        f"kind delete cluster --name {NAME}-pods",
+    ]
     assert any("scontrol show job 42" in c for c in commands)
     bridge = next(c for c in commands if c.startswith("ct install") and "slurm-bridge" in c)
     assert bridge.endswith(
         "--set=sharedConfig.slurmRestApi=http://slurm-cluster-ab12cd34ef-restapi.slurm:6820"
     )
     assert "exec -n slurm slurm-login-0 -- sbatch" in "\n".join(commands)
-    assert err.count("kind: [") == len(build_plan(kind.plan_input(NAME, tmp_path, False))[0]) + 1
+    assert (
+        err.count("kind: [")
+        == len(build_plan(kind.plan_input(NAME, tmp_path, False, ARCHIVES))[0]) + 2
+    )
 
 
 def test_main_failure_is_one_error_line_and_still_deletes_the_cluster(
@@ -581,7 +675,10 @@ def test_main_failure_is_one_error_line_and_still_deletes_the_cluster(
         "error: the batch job completes (scontrol show job): JobId=42 JobState=FAILED Reason=None"
     ]
     commands = log.read_text().splitlines()
-    assert commands[-1] == f"kind delete cluster --name {NAME}"
+    assert commands[-2:] == [
+        f"kind delete cluster --name {NAME}",
+        f"kind delete cluster --name {NAME}-pods",
+    ]
     assert not any("slurm-bridge-probe" in c for c in commands), "stops at the first failure"
 
 
@@ -590,7 +687,7 @@ def test_main_keep_leaves_the_cluster(
 ) -> None:
     log = _fake_tools(tmp_path, monkeypatch, "COMPLETED")
     assert kind.main(["--name", NAME, "--keep"]) == 0
-    assert "cluster kept, KUBECONFIG=" in capsys.readouterr().out
+    assert "clusters kept, KUBECONFIG=" in capsys.readouterr().out
     assert not any(c.startswith("kind delete") for c in log.read_text().splitlines())
 
 
@@ -610,3 +707,49 @@ def test_staged_operator_brings_its_crds_chart(tmp_path: Path) -> None:
     result = helm_client.run(["dependency", "list", str(dest)])
     assert result.ok, result.describe()
     assert "slurm-operator-crds" in result.stdout and "unpacked" in result.stdout, result.stdout
+
+
+def test_main_loads_the_archives_and_reports_the_real_pod_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The archives ensure_images returns are loaded into ``<name>-pods``; pytest runs against it
+    with the kind target; the last line carries pytest's own summary."""
+    log = _fake_tools(tmp_path, monkeypatch, "COMPLETED")
+    assert kind.main(["--name", NAME]) == 0
+    out, _ = capsys.readouterr()
+    assert f"real-pod tests on {NAME}-pods: 12 passed in 301.5s" in out
+    commands = log.read_text().splitlines()
+    loads = [c for c in commands if c.startswith("kind load image-archive")]
+    assert loads == [f"kind load image-archive {a} --name {NAME}-pods" for a in ARCHIVES]
+    target = next(c for c in commands if c.startswith("target "))
+    assert target.startswith(f"target kind:{NAME}-pods ")
+    assert target.endswith("/kubeconfig-pods")
+    assert commands.index(loads[-1]) < commands.index(target)
+
+
+def test_main_fails_when_no_real_pod_test_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pytest exiting 0 with every test skipped is not a pass: one error line, exit 1."""
+    _fake_tools(tmp_path, monkeypatch, "COMPLETED", pytest_out="===== 12 skipped in 0.4s =====")
+    assert kind.main(["--name", NAME]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "real-pod tests on" in errors[0] and "12 skipped" in errors[0]
+
+
+def test_main_names_an_image_build_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _fake_tools(tmp_path, monkeypatch, "COMPLETED")
+
+    def fail() -> images.Archives:
+        raise images.ImagesError("the sid chroot needs root")
+
+    monkeypatch.setattr(kind, "ensure_images", fail)
+    assert kind.main(["--name", NAME]) == 1
+    assert "error: the sid chroot needs root" in capsys.readouterr().err
+    assert not log.exists() or not any(
+        c.startswith("kind create") for c in log.read_text().splitlines()
+    )
