@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import nox
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -80,8 +80,17 @@ def _workers(tier: str) -> tuple[str, ...]:
     return ("-n", str(workers)) if workers > 1 else ()
 
 
+def _targets(folder: str, posargs: Sequence[str]) -> list[str]:
+    """``folder`` followed by ``posargs``; when a posarg names a test file or folder (``path`` or
+    ``path::test``), only the posargs: ``nox -s unit -- tests/unit/x.py`` runs that file alone."""
+    named = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in posargs)
+    return list(posargs) if named else [folder, *posargs]
+
+
 def _pytest(session: nox.Session, folder: str, *extra: str, tier: str = "") -> None:
-    session.run(*PYTEST, *_workers(tier or session.name), folder, *extra, *session.posargs)
+    session.run(
+        *PYTEST, *_workers(tier or session.name), *extra, *_targets(folder, session.posargs)
+    )
 
 
 @contextlib.contextmanager
@@ -92,7 +101,7 @@ def _beside(session: nox.Session, tier: str, folder: str, *extra: str) -> Iterat
     # beside the session's virtualenv: session.create_tmp() would point TMPDIR at the clone for
     # every later command, and podman's and MariaDB's socket paths have length limits
     log = Path(session.virtualenv.location) / f"{tier}.log"
-    argv = [*PYTEST, *_workers(tier), folder, *extra, *session.posargs]
+    argv = [*PYTEST, *_workers(tier), *extra, *_targets(folder, session.posargs)]
     env = {**os.environ, **{k: v for k, v in session.env.items() if v is not None}}
     env["PATH"] = f"{session.bin}{os.pathsep}{env['PATH']}"
     session.log(f"{tier} tier: started beside this one; its output follows at the end ({log})")
