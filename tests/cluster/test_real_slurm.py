@@ -18,6 +18,23 @@ module's node. What the overrides change, and why a real node needs it:
   MariaDB from the builder's image, applied by the test;
 * the ``gpu`` NodeSet declares two emulated GPUs (``Gres=gpu:emu:2``) whose device files an init
   container makes (``mknod``) in a folder the slurmd container mounts at ``/dev/emu``.
+
+slurm-bridge (the last tests): the chart is installed beside the cluster (release ``slurm`` in
+``slurm``, so its ``Token`` is minted by the real operator), its three pods on the real node. The
+real node becomes a Slurm *external* node (upstream's first mode: the node labelled
+``scheduler.slinky.slurm.net/external-node``, its partitions annotated); the Kubernetes node that
+Slurm allocates is then the node the pod's container really runs on. What that needs:
+
+* ``NodeSet=bridged Feature=slurm-bridge`` and the bridge partition on it (upstream's docs), and
+  the annotation set before the label: Slurm puts a dynamic node in a NodeSet by the features it
+  is created with, and the features the bridge sets afterwards leave the partition empty;
+* ``MCSPlugin=mcs/label`` for the MCS label of the bridge's jobs (the ``co-location`` profile's);
+* ``PriorityType=priority/multifactor``: priority/basic (the ``fifo`` preset) gives jobs
+  priorities near 2^32, which slurm-bridge 1.2.1 reads as an int32; its job cache fails and no pod
+  is ever placed;
+* the bridge's controllers taint the node ``slinky.slurm.net/managed-node:NoExecute``: every pod
+  on the real node (the operator's, Slurm's, MariaDB, CoreDNS, the bridge's own) tolerates it, or
+  the taint evicts it.
 """
 
 from __future__ import annotations
@@ -49,6 +66,15 @@ RELEASE = "slurm"
 NODE_NAME = realpods.node_name()
 """The real node's name, or the kind worker's when ``SLINKY_REAL_PODS=kind:<cluster>`` (nox -s kind)."""
 ON_REAL_NODE = {"kubernetes.io/hostname": NODE_NAME}
+BRIDGED_TAINT = "slinky.slurm.net/managed-node"
+"""slurm-bridge's NoExecute taint on a Kubernetes node that is also a Slurm node."""
+TOLERATE_BRIDGED = [{"key": BRIDGED_TAINT, "operator": "Exists", "effect": "NoExecute"}]
+BRIDGE_RELEASE = "slurm-bridge"
+BRIDGE_PARTITION = "slurm-bridge"
+MANAGED_NS = "bridged"
+EXTERNAL_NODE_LABEL = "scheduler.slinky.slurm.net/external-node"
+EXTERNAL_NODE_PARTITIONS = "scheduler.slinky.slurm.net/external-node-partitions"
+JOB_ID_LABEL = "scheduler.slinky.slurm.net/slurm-jobid"
 PROFILE = REPO / "values" / "kind.yaml"
 FLEET = REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 APP = "app.kubernetes.io/name"
@@ -67,6 +93,7 @@ def operator_values() -> dict[str, Any]:
     values = _profile("slurm-operator")
     for part in ("operator", "webhook"):
         values[part]["nodeSelector"] = ON_REAL_NODE
+        values[part]["tolerations"] = TOLERATE_BRIDGED
     return values
 
 
@@ -74,18 +101,30 @@ def cluster_values(compute: int = 2) -> dict[str, Any]:
     """The ``kind`` profile's slurm-cluster section and the overrides of the module docstring."""
     values = _profile("slurm-cluster")
     values["controller"]["persistence"] = {"enabled": False}
-    values["controller"]["podSpec"] = {"nodeSelector": ON_REAL_NODE}
-    values["controller"]["extraConfMap"] = {
-        "GresTypes": "gpu",
-        # Slurm's defaults (proctrack/cgroup) need cgroups, which CgroupPlugin=disabled turns off
-        "ProctrackType": "proctrack/linuxproc",
-        "TaskPlugin": "task/none",
-    }
-    values["restapi"]["podSpec"] = {"nodeSelector": ON_REAL_NODE}
-    values["loginsetDefaults"] = {"podSpec": {"nodeSelector": ON_REAL_NODE}}
+    on_real_node = {"nodeSelector": ON_REAL_NODE, "tolerations": TOLERATE_BRIDGED}
+    values["controller"]["podSpec"] = on_real_node
+    values["controller"]["extraConf"] = "\n".join(
+        [
+            "GresTypes=gpu",
+            # Slurm's defaults (proctrack/cgroup) need cgroups, which CgroupPlugin=disabled turns off
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            # slurm-bridge: its external jobs carry an MCS label; the nodes it registers carry
+            # the feature of their partition, which this NodeSet maps into the bridge partition
+            "MCSPlugin=mcs/label",
+            # priority/basic (the fifo preset) numbers jobs from 0xFFFEFFFF down, which
+            # slurm-bridge 1.2.1 cannot read (an int32): its job cache fails and no pod is placed
+            "PriorityType=priority/multifactor",
+            "MCSParameters=ondemand,ondemandselect",
+            f"NodeSet=bridged Feature={BRIDGE_PARTITION}",
+            f"PartitionName={BRIDGE_PARTITION} Nodes=bridged MaxTime=UNLIMITED State=UP",
+        ]
+    )
+    values["restapi"]["podSpec"] = on_real_node
+    values["loginsetDefaults"] = {"podSpec": on_real_node}
     # one real node: several slurmd pods on it (upstream's "testing only" switch)
     values["nodesetDefaults"] = {
-        "podSpec": {"nodeSelector": ON_REAL_NODE},
+        "podSpec": on_real_node,
         "oversubscribeNode": True,
     }
     values["configFiles"] = {
@@ -109,7 +148,7 @@ def cluster_values(compute: int = 2) -> dict[str, Any]:
             "volumeMounts": [{"name": "emu-gpus", "mountPath": "/dev/emu"}],
         },
         "podSpec": {
-            "nodeSelector": ON_REAL_NODE,
+            **on_real_node,
             "volumes": [{"name": "emu-gpus", "emptyDir": {}}],
             "initContainers": [
                 {
@@ -433,6 +472,7 @@ def _mariadb(namespace: str) -> list[dict[str, Any]]:
                     "metadata": {"labels": labels},
                     "spec": {
                         "nodeSelector": ON_REAL_NODE,
+                        "tolerations": TOLERATE_BRIDGED,
                         "terminationGracePeriodSeconds": 1,
                         "containers": [
                             {
@@ -478,7 +518,7 @@ def test_accounting_records_jobs_in_sacct(
     values = cluster_values(compute=3)
     values["accounting"] = {
         "enabled": True,
-        "podSpec": {"nodeSelector": ON_REAL_NODE},
+        "podSpec": {"nodeSelector": ON_REAL_NODE, "tolerations": TOLERATE_BRIDGED},
         "storageConfig": {
             "host": f"mariadb.{NS}",
             "passwordKeyRef": {"name": "slurm-db", "key": "password"},
@@ -524,3 +564,189 @@ def test_accounting_records_jobs_in_sacct(
         wait_for(in_sacct, timeout=60, what=f"job {job} in sacct", every=3)
     out = _slurmctld(node, "sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State")
     assert out.strip() == f"{job}|COMPLETED", out
+
+
+def bridge_values() -> dict[str, Any]:
+    """slurm-bridge's values beside the module's cluster (release ``slurm`` in namespace ``slurm``,
+    the chart's defaults for ``sharedConfig.slurmRestApi`` and its ``Token``): the three
+    components on the real node, tolerating the taint their controllers put on it, and
+    :data:`MANAGED_NS` managed."""
+    placed = {"nodeSelector": ON_REAL_NODE, "tolerations": TOLERATE_BRIDGED}
+    return {
+        "operatorNamespace": OPERATOR_NS,
+        "schedulerConfig": {"partition": BRIDGE_PARTITION},
+        "scheduler": placed,
+        "admission": {**placed, "managedNamespaces": [MANAGED_NS]},
+        "controllers": placed,
+    }
+
+
+@pytest.fixture(scope="module")
+def bridge(
+    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """slurm-bridge installed in the cluster's namespace, the real node labelled as an external
+    node of :data:`BRIDGE_PARTITION` (the bridge's controllers register it in Slurm); waits
+    until Slurm shows it idle in that partition. Returns the bridge's scheduler name."""
+    tmp = tmp_path_factory.mktemp("bridge-values")
+    started = time.monotonic()
+    try:
+        helm.run(
+            "install", BRIDGE_RELEASE, str(REPO / "charts" / "slurm-bridge"), "-n", NS,
+            "-f", _values_file(tmp, "bridge", bridge_values()),
+            "--wait", "--timeout", "180s", timeout=240,
+        )  # fmt: skip
+    except Exception:
+        print(_describe_pods(node, NS))
+        print(node.cluster.kubectl("get", "events", "-n", NS, check=False)[-4000:])
+        raise
+    node.cluster.kubectl("create", "namespace", MANAGED_NS)
+    # the partitions first: Slurm maps a dynamic node into a NodeSet by the features it is
+    # created with (features the bridge sets later do not move it into the partition)
+    node.cluster.kubectl(
+        "annotate", "node", NODE_NAME, f"{EXTERNAL_NODE_PARTITIONS}={BRIDGE_PARTITION}"
+    )
+    node.cluster.kubectl("label", "node", NODE_NAME, f"{EXTERNAL_NODE_LABEL}=true")
+
+    def registered() -> bool:
+        out = _slurmctld(
+            node, "sinfo", "-h", "-p", BRIDGE_PARTITION, "-N", "-o", "%N", check=False, timeout=20
+        )
+        return out.split() == [NODE_NAME]
+
+    try:
+        wait_for(registered, timeout=120, what=f"{NODE_NAME} in {BRIDGE_PARTITION}", every=3)
+    except Exception as error:
+        diagnosis = [
+            str(error),
+            _slurmctld(node, "sinfo", "-a", check=False),
+            _slurmctld(node, "scontrol", "show", "node", NODE_NAME, check=False),
+            _describe_pods(node, NS),
+        ]
+        for pod in _pods(node, NS, "app.kubernetes.io/instance=" + BRIDGE_RELEASE):
+            name = pod["metadata"]["name"]
+            logs = node.cluster.kubectl("logs", "-n", NS, name, "--tail=40", check=False)
+            diagnosis.append(f"--- {name}\n{logs}")
+        pytest.fail("\n".join(diagnosis))
+    print(f"slurm-bridge installed and {NODE_NAME} registered in {time.monotonic() - started:.1f}s")
+    chart = yaml.safe_load((REPO / "charts" / "slurm-bridge" / "values.yaml").read_text())
+    return str(chart["schedulerConfig"]["schedulerName"])
+
+
+def test_bridge_components_run_as_pods_on_the_real_node(node: RealNode, bridge: str) -> None:
+    """helm install slurm-bridge: its scheduler, admission and controllers images (built here
+    from the Go binaries, under the chart's references) run as Running pods on the real node,
+    which its controllers registered in Slurm as an external node and tainted."""
+    pods = _pods(node, NS, "app.kubernetes.io/instance=" + BRIDGE_RELEASE)
+    images = {
+        c["image"]: (p["spec"]["nodeName"], p["status"]["phase"])
+        for p in pods
+        for c in p["spec"]["containers"]
+    }
+    assert images == {
+        f"ghcr.io/slinkyproject/slurm-bridge-{part}:1.2.1": (NODE_NAME, "Running")
+        for part in ("scheduler", "admission", "controllers")
+    }, images
+    state = _slurmctld(node, "scontrol", "show", "node", NODE_NAME)
+    assert "EXTERNAL" in state, f"{NODE_NAME} is not an external Slurm node:\n{state}"
+    taints = node.cluster.kubectl_json("get", "node", NODE_NAME)["spec"].get("taints", [])
+    assert {"key": BRIDGED_TAINT, "value": bridge, "effect": "NoExecute"} in taints, taints
+
+
+def _bridged_pod(name: str, script: str) -> dict[str, Any]:
+    """A plain pod in :data:`MANAGED_NS`: no schedulerName, no nodeSelector (the bridge's
+    admission and Slurm decide)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": MANAGED_NS},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "work",
+                    "image": LOGFILE_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", script],
+                    "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def _pod(node: RealNode, name: str) -> dict[str, Any] | None:
+    out = node.cluster.kubectl(
+        "get", "pod", "-n", MANAGED_NS, name, "-o", "json", "--ignore-not-found"
+    )
+    return json.loads(out) if out.strip() else None
+
+
+def _job_state(node: RealNode, job: str) -> str:
+    out = _slurmctld(node, "scontrol", "show", "job", job, check=False)
+    found = re.search(r"JobState=(\S+)", out)
+    return found.group(1) if found else ""
+
+
+@pytest.fixture(scope="module")
+def bridged_pod(node: RealNode, bridge: str) -> tuple[dict[str, Any], str]:
+    """The pod ``hello`` in :data:`MANAGED_NS`, Running; (its object, its Slurm job id)."""
+    node.cluster.apply([_bridged_pod("hello", "echo hello from $(hostname); sleep 3600")])
+
+    def running() -> dict[str, Any] | None:
+        pod = _pod(node, "hello")
+        return pod if pod and pod["status"].get("phase") == "Running" else None
+
+    try:
+        wait_for(running, timeout=120, what="the bridged pod Running", every=2)
+    except Exception as error:
+        diagnosis = [
+            str(error),
+            node.cluster.kubectl("describe", "pod", "-n", MANAGED_NS, "hello", check=False),
+            _slurmctld(node, "squeue", "-a", check=False),
+        ]
+        for component in _pods(node, NS, "app.kubernetes.io/instance=" + BRIDGE_RELEASE):
+            name = component["metadata"]["name"]
+            logs = node.cluster.kubectl("logs", "-n", NS, name, "--tail=40", check=False)
+            diagnosis.append(f"--- {name}\n{logs}")
+        pytest.fail("\n".join(diagnosis))
+    found = _pod(node, "hello")
+    assert found is not None, "the bridged pod vanished"
+    job = found["metadata"].get("labels", {}).get(JOB_ID_LABEL, "")
+    return found, job
+
+
+def test_pod_in_a_managed_namespace_is_scheduled_by_slurm_on_the_real_node(
+    node: RealNode, bridge: str, bridged_pod: tuple[dict[str, Any], str]
+) -> None:
+    """A plain pod in the managed namespace: the admission hands it to the bridge's scheduler,
+    which submits a Slurm job to the bridge partition; Slurm allocates the real node (its
+    external node), the pod is bound there and its container runs (its output in the logs)."""
+    pod, job = bridged_pod
+    assert pod["spec"]["schedulerName"] == bridge, pod["spec"]
+    assert job.isdigit(), f"no Slurm job id label {JOB_ID_LABEL}: {pod['metadata']}"
+    assert pod["spec"]["nodeName"] == NODE_NAME, pod["spec"]
+    record = _slurmctld(node, "scontrol", "show", "job", job)
+    assert "JobState=RUNNING" in record, record
+    assert f"Partition={BRIDGE_PARTITION}" in record, record
+    assert re.search(rf"\bNodeList={NODE_NAME}\b", record), record
+    logs = node.cluster.kubectl("logs", "-n", MANAGED_NS, "hello")
+    assert logs.strip() == "hello from hello", logs
+
+
+def test_deleting_the_bridged_pod_ends_its_slurm_job(
+    node: RealNode, bridge: str, bridged_pod: tuple[dict[str, Any], str]
+) -> None:
+    """Deleting the pod ends its Slurm job: squeue no longer lists it as running."""
+    _, job = bridged_pod
+    assert _job_state(node, job) == "RUNNING", _job_state(node, job)
+    node.cluster.kubectl("delete", "pod", "-n", MANAGED_NS, "hello", "--wait=true", timeout=60)
+
+    def ended() -> bool:
+        return _slurmctld(node, "squeue", "-h", "-j", job, "-o", "%T", check=False).strip() == ""
+
+    with contextlib.suppress(Exception):
+        wait_for(ended, timeout=60, what=f"job {job} gone from squeue", every=2)
+    queued = _slurmctld(node, "squeue", "-h", "-j", job, "-o", "%T", check=False).strip()
+    assert queued == "", f"job {job} still queued as {queued!r} after its pod was deleted"
+    assert _job_state(node, job) in ("CANCELLED", "COMPLETED", ""), _job_state(node, job)

@@ -279,6 +279,15 @@ def coredns_manifests() -> list[dict[str, Any]]:
                         "serviceAccountName": "coredns",
                         "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
                         "dnsPolicy": "Default",
+                        # cluster DNS stays when slurm-bridge taints the node it registers in
+                        # Slurm (NoExecute evicts every pod that does not tolerate it)
+                        "tolerations": [
+                            {
+                                "key": "slinky.slurm.net/managed-node",
+                                "operator": "Exists",
+                                "effect": "NoExecute",
+                            }
+                        ],
                         "terminationGracePeriodSeconds": 1,
                         "containers": [container],
                         "volumes": [{"name": "config", "configMap": {"name": "coredns"}}],
