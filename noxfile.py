@@ -150,7 +150,7 @@ def _cluster_setup(session: nox.Session) -> None:
     session.run("python", "-m", "slinky_harness.build.images", "--prune")
     # Podman and the image base from Debian packages, then the labeler image from the Dockerfile,
     # in the open (tests/cluster/test_image.py runs it; its build then comes from the layer cache).
-    session.run("python", "-m", "slinky_harness.build.image", "prepare")
+    session.run("python", "-m", "slinky_harness.build.labeler_image", "prepare")
 
 
 # One run: the real Slinky operator and slurm-bridge are built with the control plane from

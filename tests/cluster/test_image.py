@@ -1,7 +1,7 @@
 """The labeler image, built from the repository ``Dockerfile`` and run without Docker.
 
 Rootful podman from Debian's packages builds the real ``Dockerfile`` on a Python base made from
-Debian packages (no image registry is reachable; :mod:`slinky_harness.build.image`), then runs it the
+Debian packages (no image registry is reachable; :mod:`slinky_harness.build.labeler_image`), then runs it the
 way the chart runs its pod: the image's own non-root user, a read-only root filesystem with a
 tmpfs on ``/tmp`` only, no capabilities, host network. A ``--once`` pass of the controller inside
 the container labels the 1,010-node kwok fleet of the labeler tests (its own control plane, the
@@ -28,7 +28,7 @@ from tests.cluster.labeler_cluster_support import (
     LabelerLab,
 )
 
-from slinky_harness.build import image
+from slinky_harness.build import labeler_image as image
 from slinky_harness.build.podman import Podman
 from slinky_harness.k8s import accounts, labeler
 

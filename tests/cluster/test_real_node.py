@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness.build import image
+from slinky_harness.build import labeler_image as image
 from slinky_harness.build.nodeparts import BUSYBOX_IMAGE
 from slinky_harness.build.podman import Podman
 from slinky_harness.core import processes
@@ -29,7 +29,8 @@ from slinky_harness.core.polling import wait_for
 from slinky_harness.helm.charts import published_ref
 from slinky_harness.k8s import hostrestore
 from slinky_harness.k8s.fleet import load_fleet
-from slinky_harness.k8s.realnode import NETNS, NODE_NAME, RealNode
+from slinky_harness.k8s.nodeconfig import NETNS, NODE_NAME
+from slinky_harness.k8s.realnode import RealNode
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -274,7 +274,7 @@ def test_an_import_outside_the_row_is_named_with_module_import_and_rule(tmp_path
             "slinky_harness/build/__init__.py": "",
             "slinky_harness/build/toolchain.py": "from slinky_harness.core import x\n",
             "slinky_harness/build/gobuild.py": "from . import toolchain\n",
-            "slinky_harness/build/image.py": "\nfrom slinky_harness.helm import client\n",
+            "slinky_harness/build/labeler_image.py": "\nfrom slinky_harness.helm import client\n",
             "slinky_harness/core/__init__.py": "",
             "slinky_harness/core/x.py": "import yaml\nfrom ..build import gobuild\n",
             "slinky_harness/helm/__init__.py": "",
@@ -290,7 +290,7 @@ def test_an_import_outside_the_row_is_named_with_module_import_and_rule(tmp_path
     imports = module_imports(root)
     found = violations(rules, imports, _first_party(root))
     assert found == [
-        "scripts/slinky_harness/build/image.py:2 (slinky_harness.build.image) imports "
+        "scripts/slinky_harness/build/labeler_image.py:2 (slinky_harness.build.labeler_image) imports "
         "slinky_harness.helm.client: CONTRIBUTING.md's row `scripts/slinky_harness/build/` "
         "allows '`core/`'",
         "scripts/slinky_harness/core/x.py:1 (slinky_harness.core.x) imports yaml: "

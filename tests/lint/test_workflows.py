@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from slinky_harness.apps import publish
-from slinky_harness.build import image, toolchain
+from slinky_harness.build import labeler_image as image
+from slinky_harness.build import toolchain
 from slinky_harness.core import paths
 from slinky_harness.helm.charts import published_ref
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from slinky_harness.apps import release
-from slinky_harness.build import image
+from slinky_harness.build import labeler_image as image
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.helm.charts import published_ref
 

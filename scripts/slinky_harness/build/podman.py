@@ -1,5 +1,5 @@
 """Podman as the harness runs it, and the Debian packages it comes from: what the labeler image
-(:mod:`slinky_harness.build.image`) is built and run with.
+(:mod:`slinky_harness.build.labeler_image`) is built and run with.
 
 * :func:`ensure_packages` installs podman, crun, buildah's pieces and the overlay tools from the
   machine's Debian release (:func:`apt_plan` says which, from :data:`APT_PACKAGES`);

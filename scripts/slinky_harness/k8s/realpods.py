@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Protocol
 from slinky_harness.build import toolchain
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.k8s.cluster import Cluster, Ports
-from slinky_harness.k8s.realnode import NODE_NAME, RealNode
+from slinky_harness.k8s.nodeconfig import NODE_NAME
+from slinky_harness.k8s.realnode import RealNode
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping

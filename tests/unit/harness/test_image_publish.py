@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from slinky_harness.apps import publish, release
-from slinky_harness.build import image, podman
+from slinky_harness.build import labeler_image as image
+from slinky_harness.build import podman
 from slinky_harness.build.podman import APT_PACKAGES, AptPackage, Podman, apt_plan, os_codename
 
 PODMAN = Podman(root=Path("/c/storage-overlay"), runroot=Path("/t/run"), driver="overlay")

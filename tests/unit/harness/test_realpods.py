@@ -10,7 +10,7 @@ import pytest
 
 from slinky_harness.build.images import Archives
 from slinky_harness.k8s import realpods
-from slinky_harness.k8s.realnode import NODE_NAME
+from slinky_harness.k8s.nodeconfig import NODE_NAME
 
 if TYPE_CHECKING:
     from pathlib import Path

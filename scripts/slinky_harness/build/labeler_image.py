@@ -42,8 +42,8 @@ Podman's storage lives in ``$SLINKY_SUITE_CACHE/image/storage-<driver>`` (never 
 
 Usage::
 
-    python -m slinky_harness.build.image prepare    # packages, base, build; prints reference, size, time
-    python -m slinky_harness.build.image ref        # the reference the release workflow publishes
+    python -m slinky_harness.build.labeler_image prepare    # packages, base, build; prints reference, size, time
+    python -m slinky_harness.build.labeler_image ref        # the reference the release workflow publishes
 """
 
 from __future__ import annotations
@@ -367,7 +367,7 @@ def run(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slinky_harness.build.image", description=__doc__.splitlines()[0]
+        prog="python -m slinky_harness.build.labeler_image", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("prepare", help="install packages, make the base, build the image")
