@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from slinky_conformance.context import Context
-from slinky_conformance.report import Report, StepResult, render_text, write_junit
+from slinky_conformance.report import Finding, Report, StepResult, render_text, write_junit
 from slinky_conformance.steps.live import fleet as values_fleet
 from slinky_conformance.steps.live import install as live
 from slinky_conformance.steps.live import placement
@@ -278,3 +278,47 @@ def test_as_many_nodes_join_as_pods_were_placed(tmp_path: Path) -> None:
     assert slurm_load._joined(ctx, 2) == ""
     ctx.extra["placed"] = {"gpu": 9}
     assert slurm_load._joined(ctx, 4) == " (of 9 placed pods: at most 4 per NodeSet join)"
+
+
+def _gate_run(static_failure: str) -> dict[str, StepResult]:
+    """The real static and live step lists, every step's work replaced: the static steps pass
+    except ``static_failure``; a live step that runs passes (it would need a control plane)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from slinky_conformance.context import Outcome, run_steps  # noqa: PLC0415
+    from slinky_conformance.steps import live as live_phase  # noqa: PLC0415
+    from slinky_conformance.steps import static as static_phase  # noqa: PLC0415
+
+    def verdict(step_id: str) -> Any:
+        def run(_: Context) -> Outcome:
+            if step_id == static_failure:
+                return Outcome("refused", [Finding("slurm-cluster.x", "wrong", "fix it")])
+            return Outcome("held")
+
+        return run
+
+    steps = [replace(s, run=verdict(s.id)) for s in (*static_phase.STEPS, *live_phase.STEPS)]
+    ctx = Context(target=resolve([], chart="slurm-cluster"), work=Path(), kube_version="1.36")
+    report = run_steps(ctx, steps, "gate")
+    return {f"{r.phase}/{r.name}": r for r in report.results}
+
+
+@pytest.mark.parametrize(
+    "failed", ["static/api-server", "static/slurm-conf", "static/pass-through"]
+)
+def test_nothing_is_installed_from_values_a_gating_static_step_refused(failed: str) -> None:
+    """Invariant: when the API server would refuse an object, slurmctld would refuse slurm.conf,
+    or the chart drops a key, the live phase installs nothing (each of its steps is skipped,
+    naming the failed static step): one clear failure, not minutes of a doomed install."""
+    results = _gate_run(failed)
+    assert results[failed].status == "fail"
+    live_results = {k: r for k, r in results.items() if k.startswith("live/")}
+    assert live_results and {r.status for r in live_results.values()} == {"skip"}
+    assert f"{failed} (fail)" in live_results["live/fleet"].reason
+
+
+def test_a_policy_finding_does_not_stop_the_install() -> None:
+    """A pod-security finding stands beside the live verdict: the live steps still run."""
+    results = _gate_run("static/pod-security")
+    assert results["static/pod-security"].status == "fail"
+    assert {r.status for k, r in results.items() if k.startswith("live/")} == {"pass"}

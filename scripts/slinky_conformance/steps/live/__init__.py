@@ -39,9 +39,21 @@ from __future__ import annotations
 from slinky_conformance.context import Step
 from slinky_conformance.steps.live import install, placement, reconcile
 
-STATIC_NEEDS = ("static/schema", "static/render-helm4", "static/crds", "static/references")
+STATIC_NEEDS = (
+    "static/schema",
+    "static/render-helm4",
+    "static/crds",
+    "static/references",
+    "static/api-server",
+    "static/slurm-conf",
+    "static/pass-through",
+)
 """The static steps whose failure makes an install pointless: values the schema refuses, a render
-that fails, custom resources their CRDs refuse, references nothing creates."""
+that fails, custom resources their CRDs refuse, references nothing creates, objects the API
+server refuses (the install would stop there), a slurm.conf slurmctld refuses (the placement's
+slurmctld and the slurm phase would stop there) and keys the chart drops (what would be installed
+is not what the values say). The policy steps (pod security, exposure, RBAC, invariants) do not
+stop the install: their findings stand beside the live and slurm verdicts."""
 
 STEPS: tuple[Step, ...] = (
     # Nothing is installed from values the static phase refused (one clear failure, not a cascade).
