@@ -55,32 +55,31 @@ SPREAD = frozenset({
 ``--dist loadscope`` xdist hands them out one test at a time (a worker sets up such a file's
 module fixtures, a control plane, once for the tests it gets in a row)."""
 
-OWN_SCOPE = frozenset({
-    "tests/cluster/test_operator.py::test_operator_reconciles_the_umbrella_with_every_profile",
+REAL_NODE = frozenset({
+    "tests/cluster/test_real_node.py",
+    "tests/cluster/test_real_slurm.py",
 })  # fmt: skip
-"""Test functions whose parametrized cases run in a worker of their own, apart from the rest of
-their file: ``test_operator``'s umbrella cases and its release scenarios are each minutes long and
-independent, so two workers share the file and each sets its costly module fixture (the real
-operator, its webhook and MariaDB) up once. Every other file runs whole in one worker: its tests
-follow on from each other (``test_labeler``), share a fixed port (``test_bridge``: slurm-bridge's
-admission webhook on 9443) or one costly module fixture (``test_image``)."""
+"""Files that start the real node (slinky_harness.k8s.realnode), of which the machine runs one at
+a time: they are one scope, run one after the other in one worker. As scopes of their own, two
+of them could start at once in two workers, and one worker would sit out the other's node on the
+node's lock (minutes) instead of running other files' tests."""
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getoption("dist") != "loadscope":
         return None
-    paths = SPREAD | {name.split("::", 1)[0] for name in OWN_SCOPE}
+    paths = SPREAD | REAL_NODE
     missing = sorted(path for path in paths if not (config.rootpath / path).is_file())
     if missing:
         raise pytest.UsageError(
-            f"tests/conftest.py SPREAD or OWN_SCOPE names files that do not exist: {missing}"
+            f"tests/conftest.py SPREAD or REAL_NODE names files that do not exist: {missing}"
         )
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only with xdist loaded
 
     class SpreadScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        """loadscope, except that a test of a :data:`SPREAD` file is a scope of its own and so
-        are the cases of an :data:`OWN_SCOPE` function. Scopes with more tests go first
+        """loadscope, except that a test of a :data:`SPREAD` file is a scope of its own and the
+        :data:`REAL_NODE` files are one scope. Scopes with more tests go first
         (``--loadscope-reorder``, the default), so the whole files start at once and the single
         tests fill the workers around them."""
 
@@ -88,9 +87,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             path = nodeid.split("::", 1)[0]
             if path in SPREAD:
                 return nodeid
-            function = nodeid.split("[", 1)[0]
-            if function in OWN_SCOPE:
-                return function
+            if path in REAL_NODE:
+                return "real-node"
             scope: str = super()._split_scope(nodeid)
             return scope
 
