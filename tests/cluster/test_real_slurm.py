@@ -19,6 +19,19 @@ module's node. What the overrides change, and why a real node needs it:
 * the ``gpu`` NodeSet declares two emulated GPUs (``Gres=gpu:emu:2``) whose device files an init
   container makes (``mknod``) in a folder the slurmd container mounts at ``/dev/emu``.
 
+gpu-topology-labeler (after accounting, before the bridge): the chart is installed in the
+cluster's namespace, its controller on the real node, from the podman-built labeler image
+imported under the chart's reference. What that needs:
+
+* the real node carries the fabric labels a provider would put on it (:data:`FABRIC`, leaf and
+  spine through ``topology.labelMap``), and ``topology.nodeSelector`` keeps the kwok nodes (no
+  slurmd) out of the fabric;
+* the labeler writes topology.yaml in the dynamic shape (switches, no node names: Slurm's names
+  are slurmd pod hostnames) and the node's ``topology.slinky.slurm.net/spec``; the operator gives
+  that spec to every Slurm node whose pod runs on the node;
+* ``helm upgrade --reuse-values`` (the accounting upgrade's values kept) adds
+  ``topology.configMapRef.name``: the operator rolls slurmctld, which loads the labeler's file.
+
 slurm-bridge (the last tests): the chart is installed beside the cluster (release ``slurm`` in
 ``slurm``, so its ``Token`` is minted by the real operator), its three pods on the real node. The
 real node becomes a Slurm *external* node (upstream's first mode: the node labelled
@@ -49,8 +62,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
+from slinky_harness.build import labeler_image
 from slinky_harness.build.images import LOGFILE_IMAGE, MARIADB_IMAGE, ensure_images
+from slinky_harness.build.podman import Podman
 from slinky_harness.core.polling import wait_for
+from slinky_harness.helm.charts import published_ref
 from slinky_harness.helm.client import Helm, install_past_webhook_race, values_text
 from slinky_harness.k8s import realpods
 
@@ -75,6 +91,13 @@ MANAGED_NS = "bridged"
 EXTERNAL_NODE_LABEL = "scheduler.slinky.slurm.net/external-node"
 EXTERNAL_NODE_PARTITIONS = "scheduler.slinky.slurm.net/external-node-partitions"
 JOB_ID_LABEL = "scheduler.slinky.slurm.net/slurm-jobid"
+LABELER_RELEASE = "gtl"
+TOPOLOGY_CONFIGMAP = "slurm-topology"
+TOPOLOGY_SPEC = "topology.slinky.slurm.net/spec"
+LEAF_LABEL = "fabric.slinky.dev/leaf"
+SPINE_LABEL = "fabric.slinky.dev/spine"
+FABRIC = {LEAF_LABEL: "leaf-real", SPINE_LABEL: "spine-real"}
+"""The fabric labels a provider would put on the real node: its leaf switch and the spine above."""
 PROFILE = REPO / "values" / "kind.yaml"
 FLEET = REPO / "tests" / "data" / "fleets" / "small-gpu.yaml"
 APP = "app.kubernetes.io/name"
@@ -564,6 +587,191 @@ def test_accounting_records_jobs_in_sacct(
         wait_for(in_sacct, timeout=60, what=f"job {job} in sacct", every=3)
     out = _slurmctld(node, "sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State")
     assert out.strip() == f"{job}|COMPLETED", out
+
+
+def labeler_values() -> dict[str, Any]:
+    """gpu-topology-labeler's values beside the module's cluster: its controller on the real
+    node (tolerating the bridge's taint), reading the two fabric labels of :data:`FABRIC` from
+    the real node only (the kwok nodes run no slurmd) and writing :data:`TOPOLOGY_CONFIGMAP`,
+    the ConfigMap slurm-cluster's ``topology.configMapRef`` names."""
+    return {
+        "topology": {
+            "configMapName": TOPOLOGY_CONFIGMAP,
+            "labelMap": {"leaf": LEAF_LABEL, "spine": SPINE_LABEL},
+            "nodeSelector": ON_REAL_NODE,
+        },
+        "controller": {"nodeSelector": ON_REAL_NODE, "tolerations": TOLERATE_BRIDGED},
+    }
+
+
+def _labeler_account(helm: Helm) -> str:
+    """The controller ServiceAccount the labeler release made (from its manifest, not its pod)."""
+    manifest = helm.run("get", "manifest", LABELER_RELEASE, "-n", NS).stdout
+    (account,) = [
+        d["metadata"]["name"]
+        for d in yaml.safe_load_all(manifest)
+        if d and d["kind"] == "ServiceAccount"
+        and d["metadata"]["labels"].get("app.kubernetes.io/component") == "controller"
+    ]  # fmt: skip
+    return str(account)
+
+
+def _topology_configmap(node: RealNode) -> dict[str, Any] | None:
+    out = node.cluster.kubectl(
+        "get", "configmap", "-n", NS, TOPOLOGY_CONFIGMAP, "-o", "json", "--ignore-not-found"
+    )
+    return json.loads(out) if out.strip() else None
+
+
+def _node_spec(node: RealNode) -> str:
+    annotations = node.cluster.kubectl_json("get", "node", NODE_NAME)["metadata"].get(
+        "annotations", {}
+    )
+    return str(annotations.get(TOPOLOGY_SPEC, ""))
+
+
+@pytest.fixture(scope="module")
+def labeler(
+    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """The real node labelled with :data:`FABRIC` (as a provider labels its nodes), the labeler
+    image (podman build) imported under the chart's reference, gpu-topology-labeler installed
+    with :func:`labeler_values`; waits until its ConfigMap holds the real node's switches and
+    the node carries its topology spec. Returns the release's controller ServiceAccount."""
+    if not hasattr(node, "import_from_podman"):
+        # kind (nox -s kind): its real-pod cluster gets the archives of build.images only; the
+        # docker-built labeler image goes to its first cluster (apps/kind_plan.py)
+        pytest.skip("kind: the labeler image is not loaded into the real-pod kind cluster")
+    started = time.monotonic()
+    built = labeler_image.build()
+    node.import_from_podman(Podman.default(), built.ref, published_ref())
+    imported = time.monotonic()
+    node.cluster.kubectl(
+        "label", "node", NODE_NAME, "--overwrite", *(f"{k}={v}" for k, v in FABRIC.items())
+    )
+    tmp = tmp_path_factory.mktemp("labeler-values")
+    try:
+        helm.run(
+            "install", LABELER_RELEASE, str(REPO / "charts" / "gpu-topology-labeler"), "-n", NS,
+            "-f", _values_file(tmp, "labeler", labeler_values()),
+            "--wait", "--timeout", "120s", timeout=180,
+        )  # fmt: skip
+
+        def written() -> bool:
+            found = _topology_configmap(node)
+            text = (found or {}).get("data", {}).get("topology.yaml", "")
+            return FABRIC[LEAF_LABEL] in text and _node_spec(node) != ""
+
+        wait_for(written, timeout=60, what=f"the labeler's {TOPOLOGY_CONFIGMAP}", every=1)
+    except Exception:
+        print(_describe_pods(node, NS))
+        for pod in _pods(node, NS, "app.kubernetes.io/instance=" + LABELER_RELEASE):
+            name = pod["metadata"]["name"]
+            print(node.cluster.kubectl("logs", "-n", NS, name, "--tail=40", check=False))
+        raise
+    print(
+        f"labeler image {imported - started:.1f}s, gpu-topology-labeler ready and topology "
+        f"written in {time.monotonic() - imported:.1f}s"
+    )
+    return _labeler_account(helm)
+
+
+def test_labeler_runs_as_a_pod_under_the_charts_service_account(
+    node: RealNode, labeler: str
+) -> None:
+    """helm install gpu-topology-labeler: its controller runs as a Ready pod on the real node,
+    from the image built here under the chart's reference (``IfNotPresent``: nothing pulled),
+    under the ServiceAccount the chart made (so every API call of the labeler went through the
+    chart's RBAC)."""
+    (pod,) = _pods(node, NS, "app.kubernetes.io/instance=" + LABELER_RELEASE)
+    name = pod["metadata"]["name"]
+    assert pod["spec"]["serviceAccountName"] == labeler, pod["spec"]
+    assert pod["spec"]["nodeName"] == NODE_NAME, pod["spec"]
+    assert pod["status"]["phase"] == "Running", pod["status"]
+    ready = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+    assert ready.get("Ready") == "True", pod["status"]
+    (status,) = pod["status"]["containerStatuses"]
+    assert status["image"] == published_ref(), status
+    assert status["restartCount"] == 0, status
+    events = node.cluster.kubectl(
+        "get", "events", "-n", NS, f"--field-selector=involvedObject.name={name}"
+    )
+    assert "Pulling" not in events, events
+
+
+def test_labeler_writes_the_topology_of_the_real_node(node: RealNode, labeler: str) -> None:
+    """From the real node's fabric labels the labeler writes topology.yaml into its ConfigMap
+    (the dynamic shape: the tree's switches, no node names, since Slurm node names are slurmd
+    pod hostnames) and the node's ``topology.slinky.slurm.net/spec``, the path through those
+    switches that the operator gives every Slurm node running on it."""
+    found = _topology_configmap(node)
+    assert found is not None, f"no ConfigMap {TOPOLOGY_CONFIGMAP} in {NS}"
+    topologies = yaml.safe_load(found["data"]["topology.yaml"])
+    (fabric,) = [t for t in topologies if "tree" in t]
+    switches = {s["switch"]: s.get("children", "") for s in fabric["tree"]["switches"]}
+    assert switches.get(FABRIC[SPINE_LABEL]) == FABRIC[LEAF_LABEL], switches
+    assert FABRIC[LEAF_LABEL] in switches, switches
+    spec = f"{fabric['topology']}:{FABRIC[SPINE_LABEL]}:{FABRIC[LEAF_LABEL]}"
+    assert _node_spec(node) == spec, _node_spec(node)
+
+
+def _switch_nodes(node: RealNode, switch: str) -> list[str]:
+    """The Slurm nodes ``scontrol show topology`` lists under ``switch`` (hostlist expanded)."""
+    out = _slurmctld(node, "scontrol", "show", "topology", check=False, timeout=20)
+    found = re.search(rf"SwitchName={re.escape(switch)}\s.*?\bNodes=(\S+)", out)
+    if not found:
+        return []
+    names = _slurmctld(node, "scontrol", "show", "hostnames", found.group(1), timeout=20)
+    return sorted(names.split())
+
+
+@pytest.fixture(scope="module")
+def topology_loaded(node: RealNode, helm: Helm, cluster: str, labeler: str) -> list[str]:
+    """``helm upgrade`` of the cluster keeping every value the release has (``--reuse-values``:
+    the accounting upgrade's included) plus ``topology.configMapRef.name`` naming the labeler's
+    ConfigMap; waits until the operator rolled slurmctld, which loads topology.yaml, and every
+    slurmd is under the labeler's leaf switch and idle. Returns the Slurm nodes."""
+    started = time.monotonic()
+    helm.run(
+        "upgrade", RELEASE, str(REPO / "charts" / "slurm-cluster"), "-n", NS, "--reuse-values",
+        "--set", f"topology.configMapRef.name={TOPOLOGY_CONFIGMAP}",
+    )  # fmt: skip
+
+    def placed() -> list[str]:
+        states = _idle_nodes(node)
+        slurmd = sorted(states)
+        under = _switch_nodes(node, FABRIC[LEAF_LABEL])
+        return slurmd if slurmd and under == slurmd and set(states.values()) == {"idle"} else []
+
+    try:
+        nodes = wait_for(placed, timeout=240, what="every slurmd under the leaf", every=5)
+    except Exception:
+        print(_slurmctld(node, "scontrol", "show", "topology", check=False))
+        print(_slurmctld(node, "sinfo", "-N", check=False))
+        print(_describe_pods(node, NS))
+        print(
+            node.cluster.kubectl(
+                "logs", "-n", OPERATOR_NS, "deployment/slurm-operator", "--tail=40", check=False
+            )
+        )
+        raise
+    print(f"topology loaded in {time.monotonic() - started:.1f}s")
+    return list(nodes)
+
+
+def test_slurmctld_loads_the_topology_the_labeler_wrote(
+    node: RealNode, topology_loaded: list[str]
+) -> None:
+    """After the upgrade slurmctld runs on the labeler's topology.yaml: ``scontrol show
+    topology`` has the spine above the leaf and every slurmd node (compute and gpu) under the
+    leaf, placed there by the operator from the node's spec; a two-node job asking for one
+    switch (``--switches=1``) runs."""
+    assert {"compute-0", "compute-1", "gpu-0"} <= set(topology_loaded), topology_loaded
+    shown = _slurmctld(node, "scontrol", "show", "topology")
+    spine = re.search(rf"SwitchName={FABRIC[SPINE_LABEL]}\s.*?\bSwitches=(\S+)", shown)
+    assert spine and spine.group(1) == FABRIC[LEAF_LABEL], shown
+    out = _slurmctld(node, "srun", "-N2", "-p", "compute", "--switches=1", "hostname", timeout=120)
+    assert len(set(out.split())) == 2, out
 
 
 def bridge_values() -> dict[str, Any]:
