@@ -62,9 +62,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness.build import labeler_image
 from slinky_harness.build.images import LOGFILE_IMAGE, MARIADB_IMAGE, ensure_images
-from slinky_harness.build.podman import Podman
 from slinky_harness.core.polling import wait_for
 from slinky_harness.helm.charts import published_ref
 from slinky_harness.helm.client import Helm, install_past_webhook_race, values_text
@@ -73,7 +71,6 @@ from slinky_harness.k8s import realpods
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from slinky_harness.k8s.realnode import RealNode
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "slurm"
@@ -209,7 +206,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[realpods.RealPods
 
 
 @pytest.fixture(scope="module")
-def helm(node: RealNode, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+def helm(node: realpods.RealPods, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     return Helm.pinned(cluster=node.cluster, home=tmp_path_factory.mktemp("helm-home"))
 
 
@@ -219,7 +216,7 @@ def _values_file(tmp: Path, name: str, values: dict[str, Any]) -> str:
     return str(path)
 
 
-def _pods(node: RealNode, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+def _pods(node: realpods.RealPods, namespace: str, selector: str = "") -> list[dict[str, Any]]:
     args = ["get", "pods", "-n", namespace, "-o", "json"]
     if selector:
         args += ["-l", selector]
@@ -227,12 +224,12 @@ def _pods(node: RealNode, namespace: str, selector: str = "") -> list[dict[str, 
     return items
 
 
-def _describe_pods(node: RealNode, namespace: str) -> str:
+def _describe_pods(node: realpods.RealPods, namespace: str) -> str:
     return node.cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False)
 
 
 @pytest.fixture(scope="module")
-def operator(node: RealNode, helm: Helm, tmp_path_factory: pytest.TempPathFactory) -> str:
+def operator(node: realpods.RealPods, helm: Helm, tmp_path_factory: pytest.TempPathFactory) -> str:
     """slurm-operator installed (CRDs, the operator and the webhook as pods); its namespace."""
     tmp = tmp_path_factory.mktemp("operator-values")
     started = time.monotonic()
@@ -245,12 +242,14 @@ def operator(node: RealNode, helm: Helm, tmp_path_factory: pytest.TempPathFactor
     return OPERATOR_NS
 
 
-def _named(node: RealNode, app: str) -> list[str]:
+def _named(node: realpods.RealPods, app: str) -> list[str]:
     """Names of the pods of ``app`` (the operator's ``app.kubernetes.io/name``) in :data:`NS`."""
     return sorted(p["metadata"]["name"] for p in _pods(node, NS, f"{APP}={app}"))
 
 
-def _slurmctld(node: RealNode, *command: str, check: bool = True, timeout: float = 60) -> str:
+def _slurmctld(
+    node: realpods.RealPods, *command: str, check: bool = True, timeout: float = 60
+) -> str:
     pods = _named(node, "slurmctld")
     if not pods:
         return ""
@@ -260,14 +259,14 @@ def _slurmctld(node: RealNode, *command: str, check: bool = True, timeout: float
     )  # fmt: skip
 
 
-def _idle_nodes(node: RealNode) -> dict[str, str]:
+def _idle_nodes(node: realpods.RealPods) -> dict[str, str]:
     out = _slurmctld(node, "sinfo", "-h", "-N", "-o", "%N %t", check=False, timeout=20)
     return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
 
 
 @pytest.fixture(scope="module")
 def cluster(
-    node: RealNode, helm: Helm, operator: str, tmp_path_factory: pytest.TempPathFactory
+    node: realpods.RealPods, helm: Helm, operator: str, tmp_path_factory: pytest.TempPathFactory
 ) -> str:
     """slurm-cluster installed with :func:`cluster_values`; waits until every slurmd is idle."""
     tmp = tmp_path_factory.mktemp("cluster-values")
@@ -313,7 +312,9 @@ def cluster(
     return NS
 
 
-def test_operator_and_webhook_run_as_pods_on_the_real_node(node: RealNode, operator: str) -> None:
+def test_operator_and_webhook_run_as_pods_on_the_real_node(
+    node: realpods.RealPods, operator: str
+) -> None:
     """helm install slurm-operator: the operator and webhook images (built here from the Go
     binaries, under the chart's references) run as Ready pods on the real node."""
     pods = _pods(node, operator)
@@ -328,7 +329,9 @@ def test_operator_and_webhook_run_as_pods_on_the_real_node(node: RealNode, opera
     }, images
 
 
-def test_operator_made_slurm_pods_run_on_the_real_node(node: RealNode, cluster: str) -> None:
+def test_operator_made_slurm_pods_run_on_the_real_node(
+    node: realpods.RealPods, cluster: str
+) -> None:
     """The operator makes slurmctld, two compute slurmd, one gpu slurmd, slurmrestd and login
     pods, all Ready on the real node (none on a kwok node)."""
     pods = _pods(node, cluster)
@@ -351,7 +354,7 @@ def test_operator_made_slurm_pods_run_on_the_real_node(node: RealNode, cluster: 
     assert not_ready == [], f"pods not Ready: {not_ready}\n{_describe_pods(node, cluster)}"
 
 
-def test_sinfo_shows_the_nodesets_idle(node: RealNode, cluster: str) -> None:
+def test_sinfo_shows_the_nodesets_idle(node: realpods.RealPods, cluster: str) -> None:
     """slurmd registered configless through the controller's Service name: sinfo (kubectl exec
     in the slurmctld pod) lists each NodeSet's nodes idle in its partition."""
     out = _slurmctld(node, "sinfo", "-h", "-o", "%P %D %t")
@@ -362,19 +365,21 @@ def test_sinfo_shows_the_nodesets_idle(node: RealNode, cluster: str) -> None:
     assert re.search(r"SlurmctldParameters\s*=.*enable_configless", conf), conf
 
 
-def test_srun_runs_in_two_slurmd_pods(node: RealNode, cluster: str) -> None:
+def test_srun_runs_in_two_slurmd_pods(node: realpods.RealPods, cluster: str) -> None:
     """``srun -N2 hostname`` runs one task in each of two slurmd pods (their hostnames)."""
     out = _slurmctld(node, "srun", "-N2", "-p", "compute", "hostname", timeout=90)
     assert sorted(out.split()) == ["compute-0", "compute-1"], out
 
 
-def test_job_without_partition_lands_in_the_default_one(node: RealNode, cluster: str) -> None:
+def test_job_without_partition_lands_in_the_default_one(
+    node: realpods.RealPods, cluster: str
+) -> None:
     """A job with no ``-p`` runs in the partition the values mark ``Default=YES`` (compute)."""
     out = _slurmctld(node, "srun", "-N1", "sh", "-c", "echo $SLURM_JOB_PARTITION", timeout=90)
     assert out.strip() == "compute", out
 
 
-def test_prolog_from_values_runs(node: RealNode, cluster: str) -> None:
+def test_prolog_from_values_runs(node: realpods.RealPods, cluster: str) -> None:
     """The prolog that ``prologScripts`` defines runs before the job on its node: its file is
     there when the job looks."""
     out = _slurmctld(
@@ -384,7 +389,9 @@ def test_prolog_from_values_runs(node: RealNode, cluster: str) -> None:
     assert re.fullmatch(r"prolog of \d+", out.strip()), out
 
 
-def test_gpu_job_lands_on_the_nodeset_with_emulated_gpus(node: RealNode, cluster: str) -> None:
+def test_gpu_job_lands_on_the_nodeset_with_emulated_gpus(
+    node: realpods.RealPods, cluster: str
+) -> None:
     """``--gres=gpu:1`` in the gpu partition runs on the gpu NodeSet's node, which has the
     emulated GPU device files; Slurm hands the job one of them."""
     out = _slurmctld(
@@ -400,7 +407,7 @@ def test_gpu_job_lands_on_the_nodeset_with_emulated_gpus(node: RealNode, cluster
     assert "Gres=gpu:emu:2" in nodes, nodes
 
 
-def test_slurmrestd_answers_a_jwt_request(node: RealNode, cluster: str) -> None:
+def test_slurmrestd_answers_a_jwt_request(node: realpods.RealPods, cluster: str) -> None:
     """A token from ``scontrol token`` authenticates a request to slurmrestd's Service, which
     answers with the cluster's nodes."""
     token = _slurmctld(node, "scontrol", "token", "username=slurm").strip()
@@ -431,7 +438,7 @@ def test_slurmrestd_answers_a_jwt_request(node: RealNode, cluster: str) -> None:
     assert {n["name"] for n in body["nodes"]} >= {"compute-0", "compute-1", "gpu-0"}, body
 
 
-def test_login_pod_submits_with_sbatch(node: RealNode, cluster: str) -> None:
+def test_login_pod_submits_with_sbatch(node: realpods.RealPods, cluster: str) -> None:
     """In the login pod (sackd fetched the configuration) ``sbatch --wait`` submits a job that
     runs and ends COMPLETED."""
     (login,) = _named(node, "login")
@@ -446,7 +453,7 @@ def test_login_pod_submits_with_sbatch(node: RealNode, cluster: str) -> None:
 
 
 def test_helm_upgrade_changing_a_nodeset_is_followed(
-    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+    node: realpods.RealPods, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """``helm upgrade`` to three compute replicas: the operator adds a slurmd pod and Slurm
     shows a third idle compute node."""
@@ -524,7 +531,7 @@ def _mariadb(namespace: str) -> list[dict[str, Any]]:
 
 
 def test_accounting_records_jobs_in_sacct(
-    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+    node: realpods.RealPods, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """``helm upgrade`` with accounting on (slurmdbd as the operator's pod, MariaDB beside it):
     slurmctld registers with slurmdbd and ``sacct`` lists a job run afterwards as COMPLETED."""
@@ -616,14 +623,14 @@ def _labeler_account(helm: Helm) -> str:
     return str(account)
 
 
-def _topology_configmap(node: RealNode) -> dict[str, Any] | None:
+def _topology_configmap(node: realpods.RealPods) -> dict[str, Any] | None:
     out = node.cluster.kubectl(
         "get", "configmap", "-n", NS, TOPOLOGY_CONFIGMAP, "-o", "json", "--ignore-not-found"
     )
     return json.loads(out) if out.strip() else None
 
 
-def _node_spec(node: RealNode) -> str:
+def _node_spec(node: realpods.RealPods) -> str:
     annotations = node.cluster.kubectl_json("get", "node", NODE_NAME)["metadata"].get(
         "annotations", {}
     )
@@ -632,19 +639,14 @@ def _node_spec(node: RealNode) -> str:
 
 @pytest.fixture(scope="module")
 def labeler(
-    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+    node: realpods.RealPods, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
 ) -> str:
     """The real node labelled with :data:`FABRIC` (as a provider labels its nodes), the labeler
     image (podman build) imported under the chart's reference, gpu-topology-labeler installed
     with :func:`labeler_values`; waits until its ConfigMap holds the real node's switches and
     the node carries its topology spec. Returns the release's controller ServiceAccount."""
-    if not hasattr(node, "import_from_podman"):
-        # kind (nox -s kind): its real-pod cluster gets the archives of build.images only; the
-        # docker-built labeler image goes to its first cluster (apps/kind_plan.py)
-        pytest.skip("kind: the labeler image is not loaded into the real-pod kind cluster")
     started = time.monotonic()
-    built = labeler_image.build()
-    node.import_from_podman(Podman.default(), built.ref, published_ref())
+    node.import_labeler(published_ref())
     imported = time.monotonic()
     node.cluster.kubectl(
         "label", "node", NODE_NAME, "--overwrite", *(f"{k}={v}" for k, v in FABRIC.items())
@@ -677,7 +679,7 @@ def labeler(
 
 
 def test_labeler_runs_as_a_pod_under_the_charts_service_account(
-    node: RealNode, labeler: str
+    node: realpods.RealPods, labeler: str
 ) -> None:
     """helm install gpu-topology-labeler: its controller runs as a Ready pod on the real node,
     from the image built here under the chart's reference (``IfNotPresent``: nothing pulled),
@@ -699,7 +701,9 @@ def test_labeler_runs_as_a_pod_under_the_charts_service_account(
     assert "Pulling" not in events, events
 
 
-def test_labeler_writes_the_topology_of_the_real_node(node: RealNode, labeler: str) -> None:
+def test_labeler_writes_the_topology_of_the_real_node(
+    node: realpods.RealPods, labeler: str
+) -> None:
     """From the real node's fabric labels the labeler writes topology.yaml into its ConfigMap
     (the dynamic shape: the tree's switches, no node names, since Slurm node names are slurmd
     pod hostnames) and the node's ``topology.slinky.slurm.net/spec``, the path through those
@@ -715,7 +719,7 @@ def test_labeler_writes_the_topology_of_the_real_node(node: RealNode, labeler: s
     assert _node_spec(node) == spec, _node_spec(node)
 
 
-def _switch_nodes(node: RealNode, switch: str) -> list[str]:
+def _switch_nodes(node: realpods.RealPods, switch: str) -> list[str]:
     """The Slurm nodes ``scontrol show topology`` lists under ``switch`` (hostlist expanded)."""
     out = _slurmctld(node, "scontrol", "show", "topology", check=False, timeout=20)
     found = re.search(rf"SwitchName={re.escape(switch)}\s.*?\bNodes=(\S+)", out)
@@ -726,7 +730,7 @@ def _switch_nodes(node: RealNode, switch: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def topology_loaded(node: RealNode, helm: Helm, cluster: str, labeler: str) -> list[str]:
+def topology_loaded(node: realpods.RealPods, helm: Helm, cluster: str, labeler: str) -> list[str]:
     """``helm upgrade`` of the cluster keeping every value the release has (``--reuse-values``:
     the accounting upgrade's included) plus ``topology.configMapRef.name`` naming the labeler's
     ConfigMap; waits until the operator rolled slurmctld, which loads topology.yaml, and every
@@ -760,7 +764,7 @@ def topology_loaded(node: RealNode, helm: Helm, cluster: str, labeler: str) -> l
 
 
 def test_slurmctld_loads_the_topology_the_labeler_wrote(
-    node: RealNode, topology_loaded: list[str]
+    node: realpods.RealPods, topology_loaded: list[str]
 ) -> None:
     """After the upgrade slurmctld runs on the labeler's topology.yaml: ``scontrol show
     topology`` has the spine above the leaf and every slurmd node (compute and gpu) under the
@@ -791,7 +795,7 @@ def bridge_values() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def bridge(
-    node: RealNode, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
+    node: realpods.RealPods, helm: Helm, cluster: str, tmp_path_factory: pytest.TempPathFactory
 ) -> str:
     """slurm-bridge installed in the cluster's namespace, the real node labelled as an external
     node of :data:`BRIDGE_PARTITION` (the bridge's controllers register it in Slurm); waits
@@ -841,7 +845,9 @@ def bridge(
     return str(chart["schedulerConfig"]["schedulerName"])
 
 
-def test_bridge_components_run_as_pods_on_the_real_node(node: RealNode, bridge: str) -> None:
+def test_bridge_components_run_as_pods_on_the_real_node(
+    node: realpods.RealPods, bridge: str
+) -> None:
     """helm install slurm-bridge: its scheduler, admission and controllers images (built here
     from the Go binaries, under the chart's references) run as Running pods on the real node,
     which its controllers registered in Slurm as an external node and tainted."""
@@ -883,21 +889,21 @@ def _bridged_pod(name: str, script: str) -> dict[str, Any]:
     }
 
 
-def _pod(node: RealNode, name: str) -> dict[str, Any] | None:
+def _pod(node: realpods.RealPods, name: str) -> dict[str, Any] | None:
     out = node.cluster.kubectl(
         "get", "pod", "-n", MANAGED_NS, name, "-o", "json", "--ignore-not-found"
     )
     return json.loads(out) if out.strip() else None
 
 
-def _job_state(node: RealNode, job: str) -> str:
+def _job_state(node: realpods.RealPods, job: str) -> str:
     out = _slurmctld(node, "scontrol", "show", "job", job, check=False)
     found = re.search(r"JobState=(\S+)", out)
     return found.group(1) if found else ""
 
 
 @pytest.fixture(scope="module")
-def bridged_pod(node: RealNode, bridge: str) -> tuple[dict[str, Any], str]:
+def bridged_pod(node: realpods.RealPods, bridge: str) -> tuple[dict[str, Any], str]:
     """The pod ``hello`` in :data:`MANAGED_NS`, Running; (its object, its Slurm job id)."""
     node.cluster.apply([_bridged_pod("hello", "echo hello from $(hostname); sleep 3600")])
 
@@ -925,7 +931,7 @@ def bridged_pod(node: RealNode, bridge: str) -> tuple[dict[str, Any], str]:
 
 
 def test_pod_in_a_managed_namespace_is_scheduled_by_slurm_on_the_real_node(
-    node: RealNode, bridge: str, bridged_pod: tuple[dict[str, Any], str]
+    node: realpods.RealPods, bridge: str, bridged_pod: tuple[dict[str, Any], str]
 ) -> None:
     """A plain pod in the managed namespace: the admission hands it to the bridge's scheduler,
     which submits a Slurm job to the bridge partition; Slurm allocates the real node (its
@@ -943,7 +949,7 @@ def test_pod_in_a_managed_namespace_is_scheduled_by_slurm_on_the_real_node(
 
 
 def test_deleting_the_bridged_pod_ends_its_slurm_job(
-    node: RealNode, bridge: str, bridged_pod: tuple[dict[str, Any], str]
+    node: realpods.RealPods, bridge: str, bridged_pod: tuple[dict[str, Any], str]
 ) -> None:
     """Deleting the pod ends its Slurm job: squeue no longer lists it as running."""
     _, job = bridged_pod

@@ -537,6 +537,23 @@ def real_pod_steps(spec: PlanInput) -> list[Step]:
         )
         for archive in spec.archives
     ]
+    # the labeler image the first cluster's steps built with docker (under the profile's
+    # reference), loaded under the chart's default reference, which the real-pod tests install
+    chart = "gpu-topology-labeler"
+    built = image_ref(
+        spec.chart_defaults[chart],
+        chart_values(chart, spec.profile, spec.harness_values)[0],
+        spec.app_versions[chart],
+    )
+    default = image_ref(spec.chart_defaults[chart], {}, spec.app_versions[chart])
+    if built != default:
+        steps.append(Run(f"tag the labeler image {default}", ("docker", "tag", built, default)))
+    steps.append(
+        Run(
+            f"load the labeler image into {pods} (kind load docker-image)",
+            ("kind", "load", "docker-image", default, "--name", pods),
+        )
+    )
     steps.append(
         Run(
             f"real-pod tests on {pods}-worker ({', '.join(REAL_POD_TESTS)})",

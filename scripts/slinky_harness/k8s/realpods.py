@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from slinky_harness.build import toolchain
+from slinky_harness.build import labeler_image, toolchain
+from slinky_harness.build.podman import Podman
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.k8s.cluster import Cluster, Ports
 from slinky_harness.k8s.nodeconfig import NODE_NAME
@@ -50,6 +51,8 @@ class RealPods(Protocol):
     def node_name(self) -> str: ...
 
     def import_images(self, archives: Archives) -> None: ...
+
+    def import_labeler(self, reference: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,11 @@ class NodePods(RealNode):
         for archive in (archives.slurm, archives.slinky):
             self.import_image(archive)
 
+    def import_labeler(self, reference: str) -> None:
+        """Build the labeler image with podman (layer-cached) and import it as ``reference``."""
+        built = labeler_image.build()
+        self.import_from_podman(Podman.default(), built.ref, reference)
+
 
 class KindPods:
     """A kind cluster's first worker as the place of the real-pod tests."""
@@ -120,9 +128,8 @@ class KindPods:
     def node_name(self) -> str:
         return kind_worker(self.name)
 
-    def import_images(self, archives: Archives) -> None:
-        """Check that every image of ``archives`` is in the worker's containerd (the kind run
-        loaded them); raise naming the missing ones and the command that loads them."""
+    def _listing(self) -> str:
+        """``ctr images ls -q`` on the worker: one image reference a line."""
         argv = ["docker", "exec", self.node_name, "ctr", "-n", "k8s.io", "images", "ls", "-q"]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
@@ -130,8 +137,22 @@ class KindPods:
             raise RealPodsError(f"{' '.join(argv)}: {exc}") from exc
         if proc.returncode != 0:
             raise RealPodsError(f"{' '.join(argv)} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def import_labeler(self, reference: str) -> None:
+        """Check that the labeler image is in the worker's containerd under ``reference`` (the
+        kind run builds it with docker and loads it); raise naming the command that loads it."""
+        if missing_references(self._listing(), [reference]):
+            raise RealPodsError(
+                f"the labeler image {reference} is not on {self.node_name}; load it: "
+                f"kind load docker-image {reference} --name {self.name}"
+            )
+
+    def import_images(self, archives: Archives) -> None:
+        """Check that every image of ``archives`` is in the worker's containerd (the kind run
+        loaded them); raise naming the missing ones and the command that loads them."""
         refs = archives.references
-        missing = missing_references(proc.stdout, refs)
+        missing = missing_references(self._listing(), refs)
         if missing:
             load = "; ".join(
                 f"kind load image-archive {path} --name {self.name}"

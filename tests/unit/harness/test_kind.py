@@ -297,6 +297,22 @@ def test_every_image_archive_is_loaded_into_the_pods_cluster_before_the_tests(
     ), "the suite's own cluster keeps pulling the profile's images"
 
 
+def test_the_labeler_image_is_loaded_into_the_pods_cluster_under_the_charts_reference(
+    plan: list[Step], spec: PlanInput
+) -> None:
+    """The real-pod tests install the labeler chart with its default image reference: the
+    docker-built image is loaded into ``<name>-pods`` under that reference before pytest."""
+    chart = "gpu-topology-labeler"
+    default = image_ref(spec.chart_defaults[chart], {}, spec.app_versions[chart])
+    created = _index(plan, ("kind", "create", "cluster", "--name", f"{NAME}-pods"))
+    loaded = _where(plan, ("kind", "load", "docker-image", default, "--name", f"{NAME}-pods"))
+    built = _index(plan, ("docker", "build"))
+    tagged = plan[built].argv[plan[built].argv.index("-t") + 1]  # type: ignore[union-attr]
+    if tagged != default:
+        assert _where(plan, ("docker", "tag", tagged, default)) < loaded
+    assert created < loaded < _index(plan, ("env",))
+
+
 def test_real_pod_tests_select_the_kind_target_by_environment(
     plan: list[Step], spec: PlanInput
 ) -> None:

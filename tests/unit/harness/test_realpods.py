@@ -70,6 +70,26 @@ def test_kind_import_images_names_what_is_missing_and_how_to_load_it(
     assert message.endswith(f"kind load image-archive {archives.slinky} --name t1-pods")
 
 
+def test_kind_import_labeler_names_the_docker_image_load_when_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The labeler image (docker-built by the kind run) must be on the worker under the chart's
+    reference; absent, the error names ``kind load docker-image`` of that reference."""
+    ref = "ghcr.io/acme/gpu-topology-labeler:0.4.0"
+    listing = tmp_path / "listing"
+    docker = tmp_path / "docker"
+    docker.write_text(f"#!/bin/sh\ncat {listing}\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    pods = realpods.KindPods("t1-pods", cluster=None)  # type: ignore[arg-type]
+    listing.write_text(f"{ref}\n")
+    pods.import_labeler(ref)
+    listing.write_text("docker.io/library/alpine:3.22\n")
+    with pytest.raises(realpods.RealPodsError) as info:
+        pods.import_labeler(ref)
+    assert str(info.value).endswith(f"kind load docker-image {ref} --name t1-pods")
+
+
 def test_real_node_target_imports_both_archives_into_containerd(tmp_path: Path) -> None:
     """NodePods is a RealNode (what the cluster tier starts) whose import_images imports the
     Slurm archive, then the Slinky one, with ``ctr images import``."""
