@@ -103,7 +103,9 @@ def install_step(ctx: Context) -> Outcome:
             f"{_describe(cluster, OPERATOR_NAMESPACE)}"
         )
     namespace = ctx.target.namespace
-    cluster.kubectl("create", "namespace", namespace, check=False)
+    spaces = {str(d["metadata"].get("namespace") or namespace) for d in ctx.existing}
+    for name in sorted({namespace, *spaces}):
+        cluster.kubectl("create", "namespace", name, check=False)
     if ctx.existing:
         cluster.apply(ctx.existing)
     result = install_past_webhook_race(
