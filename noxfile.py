@@ -11,6 +11,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -239,13 +240,37 @@ def demo(session: nox.Session) -> None:
 def conformance_builds(args: list[str]) -> bool:
     """Whether a conformance command line needs the control plane and the Slurm chroot: a run of
     any phase but ``static`` (``--phases static``, the quick check, builds neither)."""
-    phases = "static,live,slurm"
+    phases = "static,live,slurm,pods"
     for index, arg in enumerate(args):
         if arg == "--phases" and index + 1 < len(args):
             phases = args[index + 1]
         elif arg.startswith("--phases="):
             phases = arg.partition("=")[2]
     return any(p.strip() not in ("", "static") for p in phases.split(","))
+
+
+def conformance_pods(args: list[str], *, root: bool | None = None) -> bool:
+    """Whether a conformance command line may run the pods phase (real pods), so its images and
+    the real node's parts are built first: the phase is not left out (``--phases``, ``--real-pods
+    never``) and a real node can start here (root; the command itself says why not, when not),
+    or ``SLINKY_REAL_PODS`` names a kind cluster."""
+    phases = "static,live,slurm,pods"
+    mode = "auto"
+    for index, arg in enumerate(args):
+        value = args[index + 1] if index + 1 < len(args) else ""
+        if arg == "--phases":
+            phases = value
+        elif arg.startswith("--phases="):
+            phases = arg.partition("=")[2]
+        elif arg == "--real-pods":
+            mode = value
+        elif arg.startswith("--real-pods="):
+            mode = arg.partition("=")[2]
+    if mode == "never" or "pods" not in [p.strip() for p in phases.split(",")]:
+        return False
+    if root is None:
+        root = sys.platform.startswith("linux") and os.geteuid() == 0
+    return root or mode == "always" or os.environ.get("SLINKY_REAL_PODS", "").startswith("kind:")
 
 
 @nox.session(default=False)
@@ -256,6 +281,11 @@ def conformance(session: nox.Session) -> None:
     if conformance_builds(session.posargs):
         _tools(session, "helm", "helm3", "kubectl")
         _prebuild(session)
+        if conformance_pods(session.posargs):
+            # the pods phase: the real node's parts and the images the charts render, in the
+            # open (cached by content: seconds when warm)
+            session.run("python", "-m", "slinky_harness.build.nodeparts")
+            session.run("python", "-m", "slinky_harness.build.images")
     else:
         _tools(session, "helm", "helm3")
     session.run("slinky-conformance", *session.posargs)

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from slinky_conformance.context import Context, run_steps, say
 from slinky_conformance.report import PHASES, render_text, write_junit
-from slinky_conformance.steps import live, slurm, static
+from slinky_conformance.steps import live, pods, slurm, static
 from slinky_conformance.target import TargetError, load_manifests, resolve
 from slinky_harness.core.errors import HarnessError
 from slinky_harness.k8s import fleet as k8s_fleet
+from slinky_harness.k8s import realpods
 from slinky_harness.k8s import schemas as kubeschema
 from slinky_topology.errors import TopologyError
 from slinky_topology.sources import fabric_file
@@ -31,19 +32,23 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from slinky_conformance.context import Step
+    from slinky_conformance.report import Report
 
 STEPS: dict[str, tuple[Step, ...]] = {
     "static": static.STEPS,
     "live": live.STEPS,
     "slurm": slurm.STEPS,
+    "pods": pods.STEPS,
 }
+REAL_PODS = ("auto", "always", "never")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="slinky-conformance",
         description="Prove a deployment's values on the suite's real parts before it ships: "
-        "static checks, a kwok control plane with the real operator, and a real slurmctld 26.05.",
+        "static checks, a kwok control plane with the real operator, a real slurmctld 26.05, "
+        "and, where a real node can run (root on Linux), the cluster as real pods.",
     )
     parser.add_argument(
         "-f", "--values", dest="values", action="append", type=Path, default=[], metavar="FILE",
@@ -88,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated phases to run (default: {','.join(PHASES)}); a phase left out "
         "is reported as not run: --phases static is the quick check, with no control plane "
         "and no Slurm",
+    )  # fmt: skip
+    parser.add_argument(
+        "--real-pods", choices=REAL_PODS, default="auto",
+        help="the pods phase (the cluster as real pods on a real node, one job per NodeSet): "
+        "auto (default) runs it when a real node can start here and reports it as not run, "
+        "with the reason, when not; always refuses to run without one; never leaves it out",
     )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, help="work folder to use and keep (rendered files, logs)"
@@ -188,6 +199,40 @@ def _phases(parser: argparse.ArgumentParser, text: str) -> list[str]:
     return phases
 
 
+def pods_not_run(mode: str, phases: Sequence[str], unavailable: str | None) -> str | None:
+    """Why the pods phase does not run (None: it runs): ``mode`` is ``--real-pods``,
+    ``unavailable`` why no real node can start here (None: one can). ``always`` without a node,
+    or with the phase left out, is a :class:`UsageError`."""
+    if "pods" not in phases:
+        if mode == "always":
+            raise UsageError("--real-pods always: --phases leaves out the pods phase; add pods")
+        return "left out with --phases"
+    if mode == "never":
+        return "left out with --real-pods never"
+    if unavailable is None:
+        return None
+    if mode == "always":
+        raise UsageError(f"--real-pods always: no real node here: {unavailable}")
+    return f"no real node here: {unavailable}"
+
+
+def _steps(phases: Sequence[str], pods_why: str | None) -> list[Step]:
+    """The steps of ``phases`` in run order, the pods phase's only when it runs."""
+    run = [p for p in PHASES if p in phases and (p != "pods" or pods_why is None)]
+    return [step for phase in run for step in STEPS[phase]]
+
+
+def _assemble(report: Report, ctx: Context, phases: Sequence[str], pods_why: str | None) -> None:
+    """What the run left out and why, where it ran on real pods, its caveats and epilogue."""
+    report.not_run = {p: "left out with --phases" for p in PHASES if p not in phases}
+    if pods_why is not None:
+        report.not_run["pods"] = pods_why
+    if "real_pods_where" in ctx.extra:
+        report.real_pods["pods"] = ctx.extra["real_pods_where"]
+    report.notes.extend(ctx.caveats)
+    report.epilogue.extend(ctx.epilogue)
+
+
 def _usage(message: str) -> int:
     print(f"slinky-conformance: error: {message}", file=sys.stderr)
     return 2
@@ -216,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         existing = [doc for path in args.existing for doc in load_manifests(path)]
         if args.nodes is not None or args.fabric is not None:
             _check_fleet_files(args.nodes, args.fabric)
+        pods_why = pods_not_run(
+            args.real_pods, phases, realpods.unavailable() if args.real_pods != "never" else None
+        )
         work = (
             _check_out(args.out)
             if args.out is not None
@@ -227,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         target=target, work=work, kube_version=args.kube_version,
         fabric=args.fabric, nodes=args.nodes, keep=args.keep, existing=existing,
     )  # fmt: skip
-    steps = [step for phase in PHASES if phase in phases for step in STEPS[phase]]
+    steps = _steps(phases, pods_why)
     say(f"{target.describe()}; work folder {work}")
     try:
         # With --keep the control plane outlives the stack (Cluster.leave_running); the
@@ -237,9 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.out is None and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    report.not_run = {p: "left out with --phases" for p in PHASES if p not in phases}
-    report.notes.extend(ctx.caveats)
-    report.epilogue.extend(ctx.epilogue)
+    _assemble(report, ctx, phases, pods_why)
     sys.stdout.write(render_text(report))
     if args.junit is not None:
         try:

@@ -5,10 +5,12 @@ A step passes, fails or is skipped, always with a one-line reason. A failing ste
 :class:`Finding` objects: each names the values path to change (``slurm-cluster.nodesets.gpu``
 in an umbrella's terms, ``nodesets.gpu`` in a chart's) and what to change it to.
 
-The JUnit file has one ``<testsuite>`` per phase (static, live, slurm) and one ``<testcase>`` per
+The JUnit file has one ``<testsuite>`` per phase (static, live, slurm, pods) and one ``<testcase>`` per
 step, named ``<phase>/<step>``: a failed step has a ``<failure>`` whose message is the first
 finding and whose text lists them all, a skipped one a ``<skipped>`` with its reason. It is
-written atomically: a CI system never reads half a report.
+written atomically: a CI system never reads half a report. A phase that ran on real pods (the
+pods phase on the real node) says where in its header (``pods (on real pods on node ...):``) and in
+its suite's ``real-pods`` property; the other phases ran on kwok and in a chroot.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
 Status = Literal["pass", "fail", "skip"]
 
-PHASES = ("static", "live", "slurm")
+PHASES = ("static", "live", "slurm", "pods")
 """The phases in the order they run."""
 
 
@@ -79,6 +81,8 @@ class Report:
     not_run: dict[str, str] = field(default_factory=dict)
     """Phases the run left out (``--phases``), each with why: they are not run, so neither a
     pass nor a failure; the verdict says the run covered only the others."""
+    real_pods: dict[str, str] = field(default_factory=dict)
+    """Phases that ran on real pods, each with where (the node and its container runtime)."""
 
     @property
     def passed(self) -> bool:
@@ -121,7 +125,8 @@ def render_text(report: Report) -> str:
     for result in report.results:
         if result.phase != phase:
             phase = result.phase
-            lines.append(f"{phase}:")
+            where = report.real_pods.get(phase)
+            lines.append(f"{phase} (on {where}):" if where else f"{phase}:")
         lines.append(
             f"  {MARK[result.status]}  {result.name} ({result.seconds:.1f}s): {result.reason}"
         )
@@ -130,7 +135,7 @@ def render_text(report: Report) -> str:
     lines.extend(f"{phase}: not run ({why})" for phase, why in report.not_run.items())
     lines.extend(f"NOTE: {note}" for note in report.notes)
     counts = report.counts()
-    caveat = "".join(f"; {note.split(':')[0]}" for note in report.notes)
+    caveat = "".join(f"; {head}" for head in dict.fromkeys(n.split(":")[0] for n in report.notes))
     lines.append(
         f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped: "
         f"{report.subject} {report.verdict()}{caveat}"
@@ -181,7 +186,7 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
              "failures": str(failed), "errors": "0", "skipped": str(skipped),
              "time": f"{took:.3f}"},
         )  # fmt: skip
-        _notes(suite, report.notes)
+        _notes(suite, report.notes, report.real_pods.get(phase, ""))
         for result in results:
             _testcase(suite, result)
         total["fail"] += failed
@@ -198,9 +203,11 @@ def junit_xml(report: Report, phases: Sequence[str] = PHASES) -> bytes:
     return text + b"\n"
 
 
-def _notes(suite: ET.Element, notes: Sequence[str]) -> None:
-    if notes:
+def _notes(suite: ET.Element, notes: Sequence[str], real_pods: str = "") -> None:
+    if notes or real_pods:
         properties = ET.SubElement(suite, "properties")
+        if real_pods:
+            ET.SubElement(properties, "property", {"name": "real-pods", "value": real_pods})
         for note in notes:
             ET.SubElement(properties, "property", {"name": "note", "value": note})
 

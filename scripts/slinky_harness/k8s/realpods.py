@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -29,7 +31,7 @@ from slinky_harness.k8s.nodeconfig import NODE_NAME
 from slinky_harness.k8s.realnode import RealNode
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from slinky_harness.build.images import Archives
 
@@ -87,6 +89,58 @@ def target(env: Mapping[str, str] | None = None) -> Target:
 def node_name(env: Mapping[str, str] | None = None) -> str:
     """The node the real-pod tests put every pod on, for the target :data:`TARGET_ENV` names."""
     return target(env).node_name
+
+
+NODE_TOOLS = ("ip", "nsenter", "sysctl", "mount")
+"""Machine commands the real node runs (its network namespace, mounts and kernel settings)."""
+
+
+def unavailable(
+    env: Mapping[str, str] | None = None,
+    *,
+    platform: str | None = None,
+    euid: int | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> str | None:
+    """Why no real pods can run here (one line that says how to get them), or None when they
+    can: a kind worker named by :data:`TARGET_ENV` (checked when attached), or the real node,
+    which needs Linux, root and the commands of :data:`NODE_TOOLS`. Cheap: nothing is started
+    and nothing is built; ``platform``, ``euid`` and ``which`` default to this machine's."""
+    try:
+        chosen = target(env)
+    except RealPodsError as exc:
+        return str(exc)
+    if chosen.kind is not None:
+        return None
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux"):
+        return f"the real node runs on Linux only (this is {platform})"
+    euid = os.geteuid() if euid is None else euid
+    if euid != 0:
+        return (
+            "the real node needs root (a network namespace, containerd, cgroups): run as root, "
+            f"or set {TARGET_ENV}=kind:<cluster> for a kind cluster's worker"
+        )
+    missing = [tool for tool in NODE_TOOLS if which(tool) is None]
+    if missing:
+        return f"the real node needs {', '.join(missing)} on PATH (iproute2, util-linux, procps)"
+    return None
+
+
+def cgroup_v2_only(mounts: str | None = None) -> bool:
+    """Whether ``/sys/fs/cgroup`` is one pure cgroup v2 hierarchy (``mounts``: the text of
+    /proc/self/mounts, read when None): what Slurm's default ``CgroupPlugin=cgroup/v2`` needs. A
+    cgroup v1 or hybrid host (v1 controllers, v2 at ``/sys/fs/cgroup/unified``) is not."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/self/mounts").read_text()
+        except OSError:
+            return False
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[1] == "/sys/fs/cgroup":
+            return fields[2] == "cgroup2"
+    return False
 
 
 def missing_references(listing: str, references: Iterable[str]) -> list[str]:
@@ -188,9 +242,10 @@ class KindPods:
 
 
 @contextlib.contextmanager
-def start(workdir: Path, fleet: Path, *, wait: float) -> Iterator[RealPods]:
+def start(workdir: Path, fleet: Path | None, *, wait: float) -> Iterator[RealPods]:
     """The target :data:`TARGET_ENV` names: a real node started for the block (and stopped after
-    it), or the kind cluster's worker."""
+    it), or the kind cluster's worker. ``fleet``: the kwok nodes beside the real node (none:
+    only the real node)."""
     chosen = target()
     if chosen.kind is None:
         with NodePods.start(workdir, fleet, wait=wait) as node:
