@@ -56,6 +56,7 @@ SPREAD = frozenset({
 module fixtures, a control plane, once for the tests it gets in a row)."""
 
 REAL_NODE = frozenset({
+    "tests/cluster/test_conformance_real_pods.py",
     "tests/cluster/test_real_node.py",
     "tests/cluster/test_real_slurm.py",
 })  # fmt: skip

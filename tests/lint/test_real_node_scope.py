@@ -14,9 +14,11 @@ from tests.conftest import REAL_NODE
 from slinky_harness.core.paths import REPO_ROOT
 
 STARTS_A_NODE = re.compile(
-    r"slinky_harness\.k8s(\.realnode|\.realpods| import realpods| import realnode)|--real-pods"
+    r"slinky_harness\.k8s(\.realnode|\.realpods| import realpods| import realnode)"
+    r"|--real-pods\W+(always|auto)"
 )
-"""What a file that starts the real node has: the node's modules, or conformance's flag."""
+"""What a file that starts the real node has: the node's modules, or conformance's flag asking
+for real pods (``--real-pods never`` keeps a conformance run off the node)."""
 
 
 def test_every_file_that_starts_the_real_node_is_one_scope() -> None:

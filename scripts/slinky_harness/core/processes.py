@@ -311,7 +311,10 @@ def end_pids(pids: Iterable[int], *, grace: float = 10.0) -> None:
 class Reaper:
     """A watcher child that ends given processes when this process dies; see the module doc."""
 
-    def __init__(self, marks: Iterable[str | Path] = ()) -> None:
+    def __init__(self, marks: Iterable[str | Path] = (), hold: Iterable[int] = ()) -> None:
+        """``hold``: file descriptors the reaper keeps open until it exits; a ``flock`` taken
+        on one stays held after this process dies, until the reaper has run its
+        :meth:`on_death` commands (a lock on what they restore is not free before that)."""
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _REAPER],
             stdin=subprocess.PIPE,
@@ -319,6 +322,7 @@ class Reaper:
             stderr=subprocess.DEVNULL,
             # Own session: Ctrl-C in the terminal must not reach it before it is needed.
             start_new_session=True,
+            pass_fds=tuple(hold),
         )
         self._lock = threading.Lock()
         for mark in marks:
@@ -356,9 +360,9 @@ class Reaper:
 
 
 @contextlib.contextmanager
-def reaping(marks: Iterable[str | Path] = ()) -> Iterator[Reaper]:
+def reaping(marks: Iterable[str | Path] = (), hold: Iterable[int] = ()) -> Iterator[Reaper]:
     """A :class:`Reaper` for the ``with`` block; closed quietly at its end."""
-    reaper = Reaper(marks)
+    reaper = Reaper(marks, hold)
     try:
         yield reaper
     finally:

@@ -303,7 +303,10 @@ class RealNode:
                 "env", f"PYTHONPATH={SCRIPTS}", sys.executable,
                 "-m", "slinky_harness.k8s.realnode", "restore", str(state),
             ]  # fmt: skip
-            with processes.reaping([f"{state}/", f"{ROOT}/", f"{RUN_DIR}/"]) as reaper:
+            # the reaper holds the lock too: killed, this run frees it only once the reaper
+            # has restored the machine, so the next run never starts beside a late restore
+            marks = [f"{state}/", f"{ROOT}/", f"{RUN_DIR}/"]
+            with processes.reaping(marks, hold=[lock.fileno()]) as reaper:
                 reaper.on_death(restore)
                 node: RealNode | None = None
                 try:

@@ -199,3 +199,43 @@ def test_reaper_runs_on_death_commands_only_when_its_parent_dies(
     else:
         time.sleep(2)
         assert not marker.exists()
+
+
+_LOCKED_CHILD = """
+import fcntl, sys, time
+from slinky_harness.core import processes
+lock = open(sys.argv[1], "a")
+fcntl.flock(lock, fcntl.LOCK_EX)
+reaper = processes.Reaper(hold=[lock.fileno()])
+slow = "import sys, time; time.sleep(3); open(sys.argv[1], 'w').write('restored')"
+reaper.on_death([sys.executable, "-c", slow, sys.argv[2]])
+print("armed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_lock_the_reaper_holds_stays_taken_until_its_on_death_commands_ran(
+    tmp_path: Path,
+) -> None:
+    """Invariant: a ``flock`` whose descriptor the reaper holds is not free after its owner is
+    SIGKILLed until the on_death command (a restore) has finished: whoever takes the lock next
+    never runs beside the restore."""
+    import fcntl  # noqa: PLC0415
+
+    lock_path, restored = tmp_path / "lock", tmp_path / "restored"
+    with subprocess.Popen(
+        [sys.executable, "-c", _LOCKED_CHILD, str(lock_path), str(restored)],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "armed"
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    with lock_path.open("a") as lock:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert not restored.exists()
+        started = time.monotonic()
+        fcntl.flock(lock, fcntl.LOCK_EX)  # blocks until the reaper is done
+        assert restored.read_text() == "restored", time.monotonic() - started
