@@ -287,6 +287,7 @@ def _gate_run(static_failure: str) -> dict[str, StepResult]:
 
     from slinky_conformance.context import Outcome, run_steps  # noqa: PLC0415
     from slinky_conformance.steps import live as live_phase  # noqa: PLC0415
+    from slinky_conformance.steps import pods as pods_phase  # noqa: PLC0415
     from slinky_conformance.steps import static as static_phase  # noqa: PLC0415
 
     def verdict(step_id: str) -> Any:
@@ -297,7 +298,8 @@ def _gate_run(static_failure: str) -> dict[str, StepResult]:
 
         return run
 
-    steps = [replace(s, run=verdict(s.id)) for s in (*static_phase.STEPS, *live_phase.STEPS)]
+    phases = (*static_phase.STEPS, *live_phase.STEPS, *pods_phase.STEPS)
+    steps = [replace(s, run=verdict(s.id)) for s in phases]
     ctx = Context(target=resolve([], chart="slurm-cluster"), work=Path(), kube_version="1.36")
     report = run_steps(ctx, steps, "gate")
     return {f"{r.phase}/{r.name}": r for r in report.results}
@@ -308,17 +310,19 @@ def _gate_run(static_failure: str) -> dict[str, StepResult]:
 )
 def test_nothing_is_installed_from_values_a_gating_static_step_refused(failed: str) -> None:
     """Invariant: when the API server would refuse an object, slurmctld would refuse slurm.conf,
-    or the chart drops a key, the live phase installs nothing (each of its steps is skipped,
-    naming the failed static step): one clear failure, not minutes of a doomed install."""
+    or the chart drops a key, neither the live nor the pods phase installs anything (each of
+    their steps is skipped, naming the failed static step): one clear failure, not minutes of a
+    doomed install."""
     results = _gate_run(failed)
     assert results[failed].status == "fail"
-    live_results = {k: r for k, r in results.items() if k.startswith("live/")}
-    assert live_results and {r.status for r in live_results.values()} == {"skip"}
-    assert f"{failed} (fail)" in live_results["live/fleet"].reason
+    installing = {k: r for k, r in results.items() if k.startswith(("live/", "pods/"))}
+    assert installing and {r.status for r in installing.values()} == {"skip"}
+    assert f"{failed} (fail)" in installing["live/fleet"].reason
+    assert f"{failed} (fail)" in installing["pods/node"].reason
 
 
 def test_a_policy_finding_does_not_stop_the_install() -> None:
-    """A pod-security finding stands beside the live verdict: the live steps still run."""
+    """A pod-security finding stands beside the live verdict: the live and pods steps run."""
     results = _gate_run("static/pod-security")
     assert results["static/pod-security"].status == "fail"
-    assert {r.status for k, r in results.items() if k.startswith("live/")} == {"pass"}
+    assert {r.status for k, r in results.items() if k.startswith(("live/", "pods/"))} == {"pass"}

@@ -24,12 +24,12 @@ was not run on real pods, and why.
 from __future__ import annotations
 
 from slinky_conformance.context import Step
+from slinky_conformance.steps.live import STATIC_NEEDS
 from slinky_conformance.steps.pods import run
 
-STATIC_NEEDS = ("static/schema", "static/render-helm4")
-"""Values the schema refuses or that do not render are not installed on the real node."""
-
 STEPS: tuple[Step, ...] = (
+    # what the static phase refused is not installed on the real node either (the live
+    # phase's rule: one clear failure, not a cascade)
     Step("pods", "node", run.node_step, after=STATIC_NEEDS),
     Step("pods", "install", run.install_step, needs=("pods/node",)),
     Step("pods", "register", run.register_step, needs=("pods/install",)),
