@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from slinky_conformance.context import Context
 from slinky_conformance.steps.static import helm, objects, references, security, slurm_conf
 from slinky_conformance.target import resolve
@@ -435,3 +437,34 @@ def test_a_default_partition_and_gres_types_slurmctld_needs(tmp_path: Path) -> N
     assert "Gres=(null)" in gpu.problem and "nodesets.g.gpu" in gpu.fix
     parts = slurm_conf._slurm_partitions(controller, [*nodesets, _nodeset("p", partition="X=1")])
     assert parts == {"x": "PartitionName=x Nodes=ALL", "p": "X=1"}
+
+
+@pytest.mark.parametrize(
+    ("values", "controller_conf", "path"),
+    [
+        ("slurm-cluster: {scheduling: {preset: fifo}}", "PriorityType=priority/basic",
+         "slurm-cluster.scheduling.preset"),
+        ("slurm-cluster: {scheduling: {priority: {type: priority/basic}}}",
+         "SchedulerType=sched/backfill\nPriorityType=priority/basic",
+         "slurm-cluster.scheduling.priority.type"),
+        ("slurm-cluster: {controller: {extraConfMap: {PriorityType: priority/basic}}}",
+         "PriorityType=priority/basic", "slurm-cluster.controller.extraConfMap.PriorityType"),
+        ("slurm-cluster: {scheduling: {preset: fairshare}}", "PriorityType=priority/multifactor",
+         None),
+        ("slurm-cluster: {scheduling: {preset: fifo}}\nslurm-bridge: {enabled: false}",
+         "PriorityType=priority/basic", None),
+        ("slurm-cluster: {scheduling: {preset: fifo}}",
+         "PriorityType=priority/basic\nPriorityType=priority/multifactor", None),
+    ],
+)  # fmt: skip
+def test_basic_priority_beside_slurm_bridge_is_a_finding_at_what_set_it(
+    tmp_path: Path, values: str, controller_conf: str, path: str | None
+) -> None:
+    """Invariant: with slurm-bridge installed, a slurm.conf whose last PriorityType is
+    priority/basic (slurm-bridge 1.2.1 overflows on its job priorities: no bridged pod is ever
+    placed) is one finding at the values path that chose it; otherwise there is none."""
+    target = _umbrella_target(tmp_path, values)
+    findings = slurm_conf.bridge_priority_findings(target, {"extraConf": controller_conf})
+    assert [f.path for f in findings] == ([path] if path else [])
+    for finding in findings:
+        assert "int32" in finding.problem and "priority/multifactor" in finding.fix

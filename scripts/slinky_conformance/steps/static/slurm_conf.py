@@ -1,5 +1,6 @@
 """Conformance, static phase: what slurmctld will be given (``slurm-conf``): partitions, a
-default partition, ``GresTypes`` for every NodeSet's ``Gres``.
+default partition, ``GresTypes`` for every NodeSet's ``Gres``, and a priority plugin that
+slurm-bridge can read when the deployment installs it.
 """
 
 from __future__ import annotations
@@ -121,6 +122,40 @@ def partition_default_findings(
     ]
 
 
+BRIDGE = "slurm-bridge"
+BASIC_PRIORITY = "priority/basic"
+
+
+def bridge_priority_findings(target: Target, controller: dict[str, Any]) -> list[Finding]:
+    """slurm-bridge (1.2.1) reads a job's priority as an int32; ``priority/basic`` (the ``fifo``
+    preset's) numbers jobs from 4294901759 down, so the bridge's job cache fails and no bridged
+    pod is ever placed (seen on real pods: tests/cluster/test_real_slurm.py)."""
+    if not target.enabled(BRIDGE):
+        return []
+    types = [
+        _conf_items(line)["prioritytype"]
+        for line in str(controller.get("extraConf") or "").splitlines()
+        if "prioritytype" in _conf_items(line)
+    ]
+    if not types or types[-1] != BASIC_PRIORITY:
+        return []
+    scheduling = (cluster_values(target) or {}).get("scheduling") or {}
+    paths = list(target.where(BASIC_PRIORITY))
+    if not paths and scheduling.get("preset") == "fifo":
+        paths = [target.path_of(CLUSTER, "scheduling", "preset")]
+    at = paths[0] if paths else target.path_of(CLUSTER, "controller", "extraConf")
+    return [
+        Finding(
+            at,
+            f"PriorityType={BASIC_PRIORITY} with slurm-bridge: Slurm numbers jobs from "
+            "4294901759 down, which slurm-bridge 1.2.1 reads as an int32, so its job cache "
+            "fails and no bridged pod is ever placed",
+            f"use priority/multifactor ({target.path_of(CLUSTER, 'scheduling', 'priority', 'type')}"
+            f", or {target.path_of(CLUSTER, 'scheduling', 'preset')}: fairshare or none)",
+        )
+    ]
+
+
 def check_slurm_conf(ctx: Context) -> Outcome:
     controllers = [d for d in ctx.rendered if d.get("kind") == "Controller"]
     if not controllers or (controllers[0].get("spec") or {}).get("external"):
@@ -130,6 +165,7 @@ def check_slurm_conf(ctx: Context) -> Outcome:
     partitions = _slurm_partitions(controller, nodesets)
     findings = partition_default_findings(ctx.target, partitions, len(nodesets))
     findings += gres_findings(ctx.target, controller, nodesets)
+    findings += bridge_priority_findings(ctx.target, controller)
     details = []
     values = cluster_values(ctx.target) or {}
     gpu_nodesets = [
