@@ -52,10 +52,11 @@ def conformance(tmp_path: Path, *args: str) -> tuple[int, str, JUnitXml]:
 
 
 def test_the_users_values_run_as_real_pods_one_job_per_nodeset(tmp_path: Path) -> None:
-    """values/kind.yaml with a second CPU NodeSet and the GPU NodeSet: exit 0; the pods phase ran
-    on the real node (its header and the suite's ``real-pods`` property say so); one job ran on
-    each CPU NodeSet's node; the GPU NodeSet's job is said not to have run on real pods; every
-    override is in the notes."""
+    """values/kind.yaml with a second CPU NodeSet, the umbrella's GPU NodeSet (a DaemonSet, 8
+    GPUs) and a DRA NodeSet: exit 0; the pods phase ran on the real node (its header and the
+    suite's ``real-pods`` property say so); one job ran on each CPU NodeSet's node and one with
+    ``--gres=gpu:1`` on the GPU NodeSet's node (named after the real node), handed a GPU index;
+    the DRA NodeSet's job is said not to have run on real pods; every override is in the notes."""
     code, out, xml = conformance(
         tmp_path, "-f", str(KIND), "-f", str(DATA / "two-nodesets.yaml"),
         "--phases", "static,pods", "--real-pods", "always",
@@ -70,12 +71,22 @@ def test_the_users_values_run_as_real_pods_one_job_per_nodeset(tmp_path: Path) -
     jobs = cases["pods/jobs"].system_out or ""
     assert "compute: srun -p compute -w compute-0 hostname: compute-0" in jobs, jobs
     assert "small: srun -p small -w small-0 hostname: small-0" in jobs, jobs
-    assert "gpu: job not run on real pods: declares GPUs (slurm-cluster.nodesets.gpu" in jobs, jobs
-    assert "one job ran on each of 2 NodeSets; 1 NodeSet not run on real pods" in out, out
+    gpu_job = f"gpu: srun -p gpu -w {NODE} --gres=gpu:1 (echo $CUDA_VISIBLE_DEVICES): {NODE}, GPU "
+    assert gpu_job in jobs, jobs
+    index = jobs.split(gpu_job, 1)[1].split()[0]
+    assert 0 <= int(index) < 8, jobs
+    assert (
+        "claimed: job not run on real pods: declares GRES (slurm-cluster.nodesets.claimed.gpu.dra)"
+        in jobs
+    ), jobs
+    assert "one job ran on each of 3 NodeSets; 1 NodeSet not run on real pods" in out, out
     for said in (
         "slurm-cluster.nodesets.small.replicas: 2 -> 1",
         "slurm-cluster.nodesetDefaults.oversubscribeNode: true",
-        "slurm-cluster.nodesets.gpu.replicas",
+        "slurm-cluster.nodesets.claimed.replicas: 1 -> 0",
+        "slurm-cluster.nodesets.gpu: 8 emulated GPU device files",
+        'slurm-cluster.configFiles["gres.conf"]: the emulated GPUs\' File= lines in place of the '
+        "generated AutoDetect",
     ):
         assert f"NOTE: real pods override: {said}" in out, out
 

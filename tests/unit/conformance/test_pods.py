@@ -79,34 +79,205 @@ def test_a_pure_cgroup_v2_host_keeps_slurms_cgroup_plugin() -> None:
     assert not any("cgroup" in line for line in plan.overrides), plan.overrides
 
 
-def test_nodesets_with_gres_run_no_pod_and_say_why(tmp_path: Path) -> None:
-    """A NodeSet declaring GPUs (gpu.count) or other GRES (extraConfMap.Gres) gets no slurmd on
-    the real node and its reason names the values path; a CPU NodeSet with three replicas is cut
-    to one, said; a disabled NodeSet is not planned at all."""
-    target = _chart_target(
+SMALL = {"cpu": "50m", "memory": "64Mi"}
+
+
+def _gpu_plan(tmp_path: Path, values: dict[str, Any], node: str = NODE) -> overrides.Plan:
+    return overrides.cluster_plan(_chart_target(tmp_path, values), node, cgroup_v2=True)
+
+
+def test_gpu_nodesets_run_with_emulated_device_files(tmp_path: Path) -> None:
+    """Each NodeSet's GPUs, wherever the values declare them (gpu.count/type, gpu.gres,
+    extraConfMap.Gres, several types in extraConf), become that many device files in its slurmd
+    pod and gres.conf File= lines for its Slurm node, numbered on per type; its job asks for one
+    GPU of the first type; the chart's device-plugin limit is 0 (a NodeSet whose GPUs are only
+    in Gres gets none); a CPU NodeSet is cut to one replica, a disabled one is not planned."""
+    plan = _gpu_plan(
         tmp_path,
         {
             "nodesets": {
                 "h100": {"replicas": 4, "gpu": {"count": 8, "type": "h100"}},
+                "amd": {"gpu": {"vendor": "amd", "gres": "gpu:mi300x:4"}},
                 "emu": {"extraConfMap": {"Gres": "gpu:emu:2"}},
-                "cpu": {"replicas": 3},
-                "off": {"enabled": False},
+                "mixed": {"extraConf": "Features=x Gres=gpu:a100:1,gpu:t4:2"},
+                "cpu": {"replicas": 3, "ordinalPadding": 2},
+                "off": {"enabled": False, "gpu": {"count": 1}},
             }
         },
     )
-    plan = overrides.cluster_plan(target, NODE, cgroup_v2=True)
-    by_name = {n.name: n for n in plan.nodesets}
-    assert sorted(by_name) == ["cpu", "emu", "h100"]
-    assert by_name["cpu"].nodes == ("cpu-0",) and not by_name["cpu"].not_run
-    assert by_name["h100"].nodes == () and "nodesets.h100.gpu.count" in by_name["h100"].not_run
-    assert by_name["emu"].nodes == () and "nodesets.emu.extraConfMap.Gres" in by_name["emu"].not_run
+    planned = {n.name: (n.nodes, n.gres, n.not_run) for n in plan.nodesets}
+    assert planned == {
+        "amd": (("amd-0",), "gpu:mi300x:1", ""),
+        "cpu": (("cpu-00",), "", ""),
+        "emu": (("emu-0",), "gpu:emu:1", ""),
+        "h100": (("h100-0",), "gpu:h100:1", ""),
+        "mixed": (("mixed-0",), "gpu:a100:1", ""),
+    }
+    values = plan.cluster_values
+    assert values["configFiles"]["gres.conf"].splitlines() == [
+        "NodeName=amd-0 Name=gpu Type=mi300x File=/dev/emu-gpu/gpu[0-3]",
+        "NodeName=emu-0 Name=gpu Type=emu File=/dev/emu-gpu/gpu[0-1]",
+        "NodeName=h100-0 Name=gpu Type=h100 File=/dev/emu-gpu/gpu[0-7]",
+        "NodeName=mixed-0 Name=gpu Type=a100 File=/dev/emu-gpu/gpu0",
+        "NodeName=mixed-0 Name=gpu Type=t4 File=/dev/emu-gpu/gpu[1-2]",
+    ]
+    nodesets = values["nodesets"]
+    assert nodesets["h100"]["gpu"] == {"count": 8, "type": "h100"}
+    assert nodesets["h100"]["replicas"] == 1 and nodesets["cpu"]["replicas"] == 1
+    assert nodesets["h100"]["slurmd"]["resources"] == {
+        "requests": SMALL,
+        "limits": {"nvidia.com/gpu": 0},
+    }
+    assert nodesets["amd"]["slurmd"]["resources"]["limits"] == {"amd.com/gpu": 0}
+    assert "limits" not in nodesets["emu"]["slurmd"]["resources"]
+    for name, count in (("h100", 8), ("mixed", 3)):
+        spec = nodesets[name]["podSpec"]
+        assert spec["nodeSelector"] == ON_NODE
+        (init,) = spec["initContainers"]
+        assert init["securityContext"] == {"privileged": True}
+        assert f"-lt {count} ]" in init["command"][-1], init
+        (volume,) = spec["volumes"]
+        assert volume["emptyDir"] == {}
+        mounts = nodesets[name]["slurmd"]["volumeMounts"]
+        assert mounts == [{"name": volume["name"], "mountPath": "/dev/emu-gpu"}]
+    said = "\n".join(plan.overrides)
+    for line in (
+        "nodesets.h100: 8 emulated GPU device files",
+        "Gres=gpu:h100:8, as declared in nodesets.h100.gpu.count",
+        "Gres=gpu:a100:1,gpu:t4:2, as declared in nodesets.mixed.extraConf",
+        "nodesets.h100.slurmd.resources.limits: nvidia.com/gpu: 0",
+        'configFiles["gres.conf"]: the emulated GPUs\' File= lines in place of the generated '
+        "AutoDetect",
+        "nodesets.cpu.replicas: 3 -> 1",
+    ):
+        assert line in said, said
+
+
+def test_gres_that_cannot_be_emulated_keeps_the_nodeset_off_real_pods(tmp_path: Path) -> None:
+    """GPUs through DRA and GRES other than gpu (a shard beside GPUs, a NIC) get no slurmd on the
+    real node: replicas 0, a node selector no node matches, and the reason names the values
+    path and what cannot be emulated."""
+    plan = _gpu_plan(
+        tmp_path,
+        {
+            "nodesets": {
+                "claimed": {"replicas": 2, "gpu": {"count": 2, "dra": "gpu-claim"}},
+                "shared": {"extraConfMap": {"Gres": "gpu:1,shard:4"}},
+                "nic": {"extraConf": "Gres=nic:2"},
+            }
+        },
+    )
+    why = {n.name: (n.nodes, n.not_run) for n in plan.nodesets}
+    assert why["claimed"][0] == () and "nodesets.claimed.gpu.dra" in why["claimed"][1]
+    assert "DRA (gpu.dra: gpu-claim)" in why["claimed"][1]
+    assert "nodesets.shared.extraConfMap.Gres" in why["shared"][1]
+    assert "'shard:4'" in why["shared"][1]
+    assert "'nic:2'" in why["nic"][1] and "nodesets.nic.extraConf" in why["nic"][1]
     nodesets = plan.cluster_values["nodesets"]
-    assert (nodesets["h100"]["replicas"], nodesets["emu"]["replicas"]) == (0, 0)
-    assert nodesets["cpu"]["replicas"] == 1
-    assert plan.slurmd_count() == 1
-    assert nodesets["h100"]["podSpec"]["nodeSelector"] == {overrides.NO_NODE_LABEL: "true"}
-    assert "nodesets.cpu.replicas: 3 -> 1" in plan.overrides
-    assert any(line.startswith("nodesets.h100.replicas: 4 -> 0, no pod") for line in plan.overrides)
+    for name in ("claimed", "shared", "nic"):
+        assert nodesets[name]["replicas"] == 0
+        assert nodesets[name]["podSpec"]["nodeSelector"] == {overrides.NO_NODE_LABEL: "true"}
+        assert "initContainers" not in nodesets[name]["podSpec"]
+    assert "gres.conf" not in (plan.cluster_values.get("configFiles") or {})
+    assert plan.slurmd_count() == 0
+    assert any(
+        line.startswith("nodesets.claimed.replicas: 2 -> 0, no pod") for line in plan.overrides
+    )
+
+
+def test_a_daemonset_nodesets_slurm_node_is_the_real_nodes_name(tmp_path: Path) -> None:
+    """The operator names a DaemonSet's slurmd after its Kubernetes node (up to the first dot):
+    the plan waits for that name and gres.conf names it; a second DaemonSet NodeSet would take
+    the same name, so it runs no pod, said."""
+    plan = _gpu_plan(
+        tmp_path,
+        {
+            "nodesets": {
+                "dgx": {"scalingMode": "DaemonSet", "gpu": {"count": 8, "type": "h100"}},
+                "edge": {"scalingMode": "DaemonSet"},
+            }
+        },
+        node="realnode.local",
+    )
+    planned = {n.name: (n.nodes, n.gres) for n in plan.nodesets}
+    assert planned["dgx"] == (("realnode",), "gpu:h100:1")
+    assert planned["edge"][0] == ()
+    edge = next(n for n in plan.nodesets if n.name == "edge")
+    assert "second DaemonSet" in edge.not_run and "realnode of dgx" in edge.not_run
+    assert plan.cluster_values["configFiles"]["gres.conf"] == (
+        "NodeName=realnode Name=gpu Type=h100 File=/dev/emu-gpu/gpu[0-7]\n"
+    )
+
+
+def test_the_users_gres_conf_keeps_the_lines_that_need_no_gpus(tmp_path: Path) -> None:
+    """A gres.conf of the values: AutoDetect, GPU and File= lines (real hardware) give way to the
+    emulated GPUs' lines, each dropped line said; a count-only GRES line stays."""
+    given = (
+        "AutoDetect=nvml\n"
+        "NodeName=h100-[0-3] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"
+        "NodeName=io-[0-9] Name=bw Type=lustre Count=4G Flags=CountOnly\n"
+    )
+    plan = _gpu_plan(
+        tmp_path,
+        {
+            "configFiles": {"gres.conf": given},
+            "nodesets": {"h100": {"gpu": {"count": 2, "type": "h100"}}},
+        },
+    )
+    assert plan.cluster_values["configFiles"]["gres.conf"].splitlines() == [
+        "NodeName=h100-0 Name=gpu Type=h100 File=/dev/emu-gpu/gpu[0-1]",
+        "NodeName=io-[0-9] Name=bw Type=lustre Count=4G Flags=CountOnly",
+    ]
+    line = next(o for o in plan.overrides if o.startswith('configFiles["gres.conf"]'))
+    assert "AutoDetect=nvml; NodeName=h100-[0-3] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in line
+
+
+def test_gres_weights_go_with_accounting(tmp_path: Path) -> None:
+    """Accounting off on the real node: a GRES weight of scheduling.priority.weightTRES would be
+    refused by the chart (no GRES tracked), so it goes, the other weights stay, said."""
+    plan = _gpu_plan(
+        tmp_path,
+        {
+            "accounting": {"enabled": True},
+            "scheduling": {"priority": {"weightTRES": "CPU=1000,GRES/gpu=8000,Mem=2000"}},
+            "nodesets": {"h100": {"gpu": {"count": 8}}},
+        },
+    )
+    assert plan.cluster_values["scheduling"]["priority"]["weightTRES"] == "CPU=1000,Mem=2000"
+    assert (
+        "scheduling.priority.weightTRES: CPU=1000,GRES/gpu=8000,Mem=2000 -> CPU=1000,Mem=2000"
+        in "\n".join(plan.overrides)
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("gpu", ("", 1)),
+        ("gpu:4", ("", 4)),
+        ("gpu:h100", ("h100", 1)),
+        ("gpu:h100:8", ("h100", 8)),
+        ("gpu:h100:8(S:0-1)", None),
+        ("gpu:a:b:1", None),
+        ("shard:4", None),
+        ("mps:100", None),
+    ],
+)
+def test_a_gres_item_is_read_as_slurm_reads_it(
+    text: str, parsed: tuple[str, int] | None, tmp_path: Path
+) -> None:
+    """An extraConfMap.Gres item is emulated (type, count) exactly when it is gpu[:type][:count]."""
+    plan = _gpu_plan(tmp_path, {"nodesets": {"n": {"extraConfMap": {"Gres": text}}}})
+    (nodeset,) = plan.nodesets
+    if parsed is None:
+        assert nodeset.not_run and repr(text) in nodeset.not_run
+        return
+    kind, count = parsed
+    assert not nodeset.not_run
+    last = count - 1
+    files = "gpu0" if count == 1 else f"gpu[0-{last}]"
+    line = f"NodeName=n-0 Name=gpu{' Type=' + kind if kind else ''} File=/dev/emu-gpu/{files}"
+    assert plan.cluster_values["configFiles"]["gres.conf"] == line + "\n"
 
 
 @pytest.mark.parametrize(

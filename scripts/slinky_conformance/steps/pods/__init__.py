@@ -15,10 +15,12 @@ leaves it out. Steps, in order (each needs the one before):
   (:mod:`.overrides`; each is listed in the report's notes).
 * ``register``: every NodeSet's slurmd (one per NodeSet) registered idle with slurmctld through
   the controller's Service, configless.
-* ``jobs``: one ``srun hostname`` on the node of each NodeSet, in a partition that holds it.
+* ``jobs``: one ``srun hostname`` on the node of each NodeSet, in a partition that holds it
+  (``--gres=gpu[:<type>]:1``, printing the GPU handed over, on a NodeSet with GPUs).
 
-A NodeSet that declares GPUs runs no pod here (the real node has none): the report says its job
-was not run on real pods, and why.
+A NodeSet that declares GPUs gets them emulated (:mod:`.gres`: device files, gres.conf ``File=``
+lines) and its job asks for one; one whose GRES cannot be emulated (DRA, GRES other than
+``gpu``) runs no pod here: the report says its job was not run on real pods, and why.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 with the images of :mod:`slinky_harness.build.images` imported; ``install`` installs
 slurm-operator and slurm-cluster with the user's values and the overrides of
 :mod:`.overrides`; ``register`` waits until every NodeSet's slurmd is idle in Slurm; ``jobs``
-runs one job (``srun``) on a node of each NodeSet, in a partition that holds it.
+runs one job (``srun``) on a node of each NodeSet, in a partition that holds it, with one GPU
+(``--gres``) on a NodeSet with emulated GPUs.
 """
 
 from __future__ import annotations
@@ -221,6 +222,29 @@ def _slurmd_log(ctx: Context, node: str) -> str:
     return "no slurmd pod"
 
 
+def _job(ctx: Context, partition: str, node: str, gres: str) -> str | tuple[str, str]:
+    """One job on ``node`` (with one GPU of ``gres`` when set): the line the report keeps when
+    it ran there (and was handed a GPU), the finding's message and fix otherwise."""
+    command = ["srun", "-p", partition, "-w", node, "-N1"]
+    if gres:
+        # the gpu plugin hands the job its GPU's index in CUDA_VISIBLE_DEVICES (any vendor)
+        command += [f"--gres={gres}", "sh", "-c", 'echo "$(hostname) ${CUDA_VISIBLE_DEVICES:-}"']
+    else:
+        command.append("hostname")
+    shown = f"srun -p {partition} -w {node} " + (
+        f"--gres={gres} (echo $CUDA_VISIBLE_DEVICES)" if gres else "hostname"
+    )
+    ok, out = _slurmctld(ctx, *command, timeout=JOB_TIMEOUT)
+    words = out.split()
+    if ok and words[:1] == [node] and (not gres or (len(words) == 2 and words[1].isdigit())):
+        return f"{shown}: {node}" + (f", GPU {words[1]}" if gres else "")
+    return (
+        f"the job on {node} ({shown}) failed on real pods: {' '.join(words)[-400:]}",
+        "see the job's error; prolog scripts, mounts, the slurmd image and the emulated GPUs' "
+        "gres.conf run only on real pods",
+    )
+
+
 def jobs_step(ctx: Context) -> Outcome:
     plan: overrides.Plan = ctx.extra["pods_plan"]
     states: dict[str, tuple[str, list[str]]] = ctx.extra.get("pods_states") or _sinfo(ctx)
@@ -242,22 +266,12 @@ def jobs_step(ctx: Context) -> Outcome:
                 )
             )
             continue
-        ok, out = _slurmctld(
-            ctx, "srun", "-p", partitions[0], "-w", node, "-N1", "hostname", timeout=JOB_TIMEOUT
-        )
-        if ok and out.strip() == node:
+        job = _job(ctx, partitions[0], node, nodeset.gres)
+        if isinstance(job, str):
             ran += 1
-            details.append(f"{nodeset.name}: srun -p {partitions[0]} -w {node} hostname: {node}")
+            details.append(f"{nodeset.name}: {job}")
         else:
-            findings.append(
-                Finding(
-                    nodeset.path,
-                    f"the job on {node} (srun -p {partitions[0]} -w {node} hostname) failed on "
-                    f"real pods: {' '.join(out.split())[-400:]}",
-                    "see the job's error; prolog scripts, mounts and the slurmd image run only "
-                    "on real pods",
-                )
-            )
+            findings.append(Finding(nodeset.path, *job))
     if findings:
         return Outcome("a NodeSet's job failed on real pods", findings, details)
     left = sum(1 for n in plan.nodesets if n.not_run)
