@@ -8,65 +8,28 @@ run writes JUnit XML, read back here with junitparser, as a CI system reads it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
-from junitparser import Failure, JUnitXml
+from junitparser import Failure
+from tests.cluster import conformance_support as support
 from tests.conformance_cases import BROKEN, PROFILES, expectations, prerequisites
-from tests.worker_summary import records
 
 from slinky_harness.core.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from pathlib import Path
-_SUMMARY: list[str] = records("cluster.summary")
+
+    from tests.cluster.conformance_support import Run
+
 RUN_TIMEOUT = 900
 """Seconds one run may take on a busy machine (warm: about a minute and a half)."""
 
 
-@dataclass(frozen=True)
-class Run:
-    returncode: int
-    output: str
-    junit: JUnitXml
-
-    def cases(self) -> dict[str, object]:
-        return {case.name: case for suite in self.junit for case in suite}
-
-
 def conformance(tmp_path: Path, *args: str) -> Run:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    junit = tmp_path / "report.xml"
-    proc = subprocess.run(
-        # the pods phase (a real node, minutes per run) has its own test file,
-        # test_conformance_real_pods.py: these runs are kwok's and the chroot's
-        [
-            sys.executable,
-            "-m",
-            "slinky_conformance",
-            *args,
-            "--real-pods",
-            "never",
-            "--junit",
-            str(junit),
-        ],
-        cwd=REPO_ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    output = f"{proc.stdout}\n{proc.stderr}"
-    assert junit.is_file(), f"no JUnit XML written (exit {proc.returncode}):\n{output}"
-    xml = JUnitXml.fromfile(str(junit))
-    phases = ", ".join(f"{s.name.removeprefix('conformance.')} {s.time:.0f}s" for s in xml)
-    _SUMMARY.append(f"conformance {' '.join(args)}: exit {proc.returncode}; {phases}")
-    return Run(proc.returncode, output, xml)
+    # the pods phase (a real node, minutes per run) has its own test file,
+    # test_conformance_real_pods.py: these runs are kwok's and the chroot's
+    return support.conformance(tmp_path, *args, "--real-pods", "never", timeout=RUN_TIMEOUT)
 
 
 @pytest.mark.parametrize(

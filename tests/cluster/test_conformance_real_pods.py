@@ -10,13 +10,10 @@ back with junitparser.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
-from junitparser import Failure, JUnitXml
-from tests.worker_summary import records
+from junitparser import Failure
+from tests.cluster import conformance_support as support
 
 from slinky_harness.core.paths import REPO_ROOT
 from slinky_harness.k8s import realpods
@@ -24,7 +21,7 @@ from slinky_harness.k8s import realpods
 if TYPE_CHECKING:
     from pathlib import Path
 
-_SUMMARY: list[str] = records("cluster.summary")
+    from junitparser import JUnitXml
 KIND = REPO_ROOT / "values" / "kind.yaml"
 DATA = REPO_ROOT / "tests" / "data" / "conformance" / "real-pods"
 NODE = realpods.node_name()
@@ -33,22 +30,10 @@ RUN_TIMEOUT = 2700
 
 
 def conformance(tmp_path: Path, *args: str) -> tuple[int, str, JUnitXml]:
-    junit = tmp_path / "report.xml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "slinky_conformance", *args, "--junit", str(junit)],
-        cwd=REPO_ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
+    run = support.conformance(
+        tmp_path, *args, timeout=RUN_TIMEOUT, label="conformance on real pods"
     )
-    output = f"{proc.stdout}\n{proc.stderr}"
-    assert junit.is_file(), f"no JUnit XML written (exit {proc.returncode}):\n{output}"
-    xml = JUnitXml.fromfile(str(junit))
-    times = ", ".join(f"{s.name.removeprefix('conformance.')} {s.time:.0f}s" for s in xml)
-    _SUMMARY.append(f"conformance on real pods {' '.join(args)}: exit {proc.returncode}; {times}")
-    return proc.returncode, output, xml
+    return run.returncode, run.output, run.junit
 
 
 def test_the_users_values_run_as_real_pods_one_job_per_nodeset(tmp_path: Path) -> None:
