@@ -177,6 +177,17 @@ time.sleep(60)
 """
 
 
+def _kill_when_armed(code: str, *args: str) -> None:
+    """Run ``code`` in a child Python, SIGKILL it once it prints ``armed``, reap it."""
+    with subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "armed"
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+
 @pytest.mark.parametrize("ending", ["sigkill", "close"])
 def test_reaper_runs_on_death_commands_only_when_its_parent_dies(
     tmp_path: Path, ending: str
@@ -184,15 +195,7 @@ def test_reaper_runs_on_death_commands_only_when_its_parent_dies(
     """A command given to ``Reaper.on_death`` runs after its owner is SIGKILLed, and never after
     a normal ``close``."""
     marker = tmp_path / "ran"
-    with subprocess.Popen(
-        [sys.executable, "-c", _REAPED_CHILD, str(marker), ending],
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as child:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "armed"
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    _kill_when_armed(_REAPED_CHILD, str(marker), ending)
     if ending == "sigkill":
         wait_for(marker.exists, timeout=20, what="the on_death command")
         assert marker.read_text() == "ran"
@@ -223,15 +226,7 @@ def test_a_lock_the_reaper_holds_stays_taken_until_its_on_death_commands_ran(
     import fcntl  # noqa: PLC0415
 
     lock_path, restored = tmp_path / "lock", tmp_path / "restored"
-    with subprocess.Popen(
-        [sys.executable, "-c", _LOCKED_CHILD, str(lock_path), str(restored)],
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as child:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "armed"
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    _kill_when_armed(_LOCKED_CHILD, str(lock_path), str(restored))
     with lock_path.open("a") as lock:
         with pytest.raises(BlockingIOError):
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
