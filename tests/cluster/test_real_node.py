@@ -1,8 +1,9 @@
 """The real node (slinky_harness.k8s.realnode): kubelet, kube-proxy, containerd and runc joined to
 a kwok control plane beside kwok fleet nodes, in a private network namespace.
 
-One real node per machine: its tests live in this one file, which ``--dist loadscope`` runs whole in
-one worker. The first test starts a node of its own and SIGKILLs its launcher; the module's node
+One real node per machine: this file is one of tests/conftest.py's ``REAL_NODE`` files, which
+``--dist loadscope`` runs in one worker one after the other. The chart's labeler image under the
+chart's reference runs as the chart's pod in tests/cluster/test_real_slurm.py. The first test starts a node of its own and SIGKILLs its launcher; the module's node
 (``node``) serves the tests after it, and the last one stops it and looks for what it left.
 """
 
@@ -21,12 +22,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from slinky_harness.build import labeler_image as image
 from slinky_harness.build.nodeparts import BUSYBOX_IMAGE
-from slinky_harness.build.podman import Podman
 from slinky_harness.core import processes
 from slinky_harness.core.polling import wait_for
-from slinky_harness.helm.charts import published_ref
 from slinky_harness.k8s import hostrestore
 from slinky_harness.k8s.fleet import load_fleet
 from slinky_harness.k8s.nodeconfig import NETNS, NODE_NAME
@@ -235,37 +233,6 @@ def test_pod_reaches_a_service_by_its_dns_name(node: RealNode) -> None:
     )
     assert "can't find example.com" in outside
     assert "Name:" not in outside
-
-
-def test_the_labeler_image_runs_under_the_reference_the_chart_renders(node: RealNode) -> None:
-    """The labeler image built with podman, imported under the chart's default reference, runs
-    in a pod that names that reference with ``IfNotPresent``: containerd has it, nothing pulls."""
-    built = image.build()
-    reference = published_ref()
-    node.import_from_podman(Podman.default(), built.ref, reference)
-    manifest = _pod("labeler", "")
-    container = manifest["spec"]["containers"][0]
-    container.update(image=reference, imagePullPolicy="IfNotPresent", args=["--help"])
-    del container["command"]
-    manifest["spec"]["restartPolicy"] = "Never"
-    node.cluster.apply([manifest])
-
-    def finished() -> str:
-        phase = node.cluster.kubectl(
-            "get", "pod", "-n", NS, "labeler", "-o", "jsonpath={.status.phase}", check=False
-        )
-        return phase if phase in {"Succeeded", "Failed"} else ""
-
-    assert wait_for(finished, timeout=90, what="the labeler pod to finish") == "Succeeded"
-    assert "usage" in node.cluster.kubectl("logs", "-n", NS, "labeler").lower()
-    status = yaml.safe_load(node.cluster.kubectl("get", "pod", "-n", NS, "labeler", "-o", "yaml"))[
-        "status"
-    ]["containerStatuses"][0]
-    assert status["image"] == reference
-    events = node.cluster.kubectl(
-        "get", "events", "-n", NS, "--field-selector=involvedObject.name=labeler"
-    )
-    assert "Pulling" not in events
 
 
 def test_stop_leaves_nothing_behind(node: RealNode) -> None:

@@ -736,6 +736,9 @@ def topology_loaded(node: realpods.RealPods, helm: Helm, cluster: str, labeler: 
     ConfigMap; waits until the operator rolled slurmctld, which loads topology.yaml, and every
     slurmd is under the labeler's leaf switch and idle. Returns the Slurm nodes."""
     started = time.monotonic()
+    # every slurmd of the release: the restarted slurmctld forgets the dynamic nodes until each
+    # registers again, so sinfo alone may list only the first ones back
+    expected = sorted(_idle_nodes(node))
     helm.run(
         "upgrade", RELEASE, str(REPO / "charts" / "slurm-cluster"), "-n", NS, "--reuse-values",
         "--set", f"topology.configMapRef.name={TOPOLOGY_CONFIGMAP}",
@@ -745,7 +748,8 @@ def topology_loaded(node: realpods.RealPods, helm: Helm, cluster: str, labeler: 
         states = _idle_nodes(node)
         slurmd = sorted(states)
         under = _switch_nodes(node, FABRIC[LEAF_LABEL])
-        return slurmd if slurmd and under == slurmd and set(states.values()) == {"idle"} else []
+        whole = slurmd == expected and under == slurmd
+        return slurmd if whole and set(states.values()) == {"idle"} else []
 
     try:
         nodes = wait_for(placed, timeout=240, what="every slurmd under the leaf", every=5)

@@ -44,7 +44,10 @@ PODS_SUFFIX = "-pods"
 slurm-cluster under their own release names, which the chart-testing releases would clash with."""
 
 
-REAL_POD_TESTS = ("tests/cluster/test_real_slurm.py",)
+REAL_POD_TESTS = (
+    "tests/cluster/test_real_slurm.py",
+    "tests/cluster/test_conformance_real_pods.py",
+)
 """The tests that run on real pods (``SLINKY_REAL_PODS``, :mod:`slinky_harness.k8s.realpods`)."""
 
 
