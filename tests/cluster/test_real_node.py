@@ -3,8 +3,9 @@ a kwok control plane beside kwok fleet nodes, in a private network namespace.
 
 One real node per machine: this file is one of tests/conftest.py's ``REAL_NODE`` files, which
 ``--dist loadscope`` runs in one worker one after the other. The chart's labeler image under the
-chart's reference runs as the chart's pod in tests/cluster/test_real_slurm.py. The first test starts a node of its own and SIGKILLs its launcher; the module's node
-(``node``) serves the tests after it, and the last one stops it and looks for what it left.
+chart's reference runs as the chart's pod in tests/cluster/test_real_slurm.py. The first test
+starts a node of its own and SIGKILLs its launcher; the module's node (``node``) serves the tests
+after it, and the last one stops it and looks for what it left.
 """
 
 from __future__ import annotations
