@@ -139,7 +139,21 @@ def ensure_slinky_crds(cluster: Cluster) -> None:
 
 
 def delete_slinky_crds(cluster: Cluster) -> None:
-    """Remove the Slinky CRDs, so a slurm-operator release can create (and own) them."""
+    """Remove the Slinky CRDs, so a slurm-operator release can create (and own) them. The
+    session's cluster is shared by the worker's files: a real operator an earlier file ran may
+    have left finalizers on its objects (a Token's), which nothing removes once it has stopped,
+    and the CRD deletion would wait on them forever; they are cleared first."""
+    present = set(cluster.kubectl("get", "crd", "-o", "name").split())
+    for crd in slinky_crd_names():
+        if f"customresourcedefinition.apiextensions.k8s.io/{crd}" not in present:
+            continue
+        for item in json.loads(cluster.kubectl("get", crd, "-A", "-o", "json"))["items"]:
+            meta = item["metadata"]
+            if meta.get("finalizers"):
+                cluster.kubectl(
+                    "patch", crd, meta["name"], "-n", meta.get("namespace", "default"),
+                    "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False,
+                )  # fmt: skip
     cluster.kubectl(
         "delete", "crd", "--ignore-not-found", "--wait", "--timeout=60s", *slinky_crd_names()
     )

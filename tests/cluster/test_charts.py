@@ -170,3 +170,27 @@ def test_two_releases_side_by_side(
     finally:
         for release in ("two", "one"):
             helm4.run("uninstall", release, *ns, "--ignore-not-found", check=False)
+
+
+def test_slinky_crds_are_removed_past_a_finalizer_no_operator_clears(cluster: Cluster) -> None:
+    """A Token left with an operator's finalizer (the operator that set it has stopped) does not
+    hold ``delete_slinky_crds`` up: the CRD deletion would otherwise wait until it times out, as
+    it did for test_security.py after another file's operator run in the same worker."""
+    support.ensure_slinky_crds(cluster)
+    token = {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": "Token",
+        "metadata": {
+            "name": "left-behind",
+            "namespace": "default",
+            "finalizers": ["slinky.slurm.net/finalizer"],
+        },
+        "spec": {"jwtHs256KeyRef": {"name": "jwt", "key": "jwt_hs256.key"}, "username": "root"},
+    }
+    try:
+        cluster.apply([token])
+        support.delete_slinky_crds(cluster)
+        left = cluster.kubectl("get", "crd", "-o", "name")
+        assert not [n for n in support.slinky_crd_names() if n in left], left
+    finally:
+        support.ensure_slinky_crds(cluster)
