@@ -1,6 +1,8 @@
 """``nox -s conformance`` end to end, as a user runs it: the command passes for every ``values/``
 profile and the example umbrella's defaults, and fails, naming the right step and values path,
-for each broken values file of ``tests/data/conformance/broken/``.
+for each broken values file of ``tests/data/conformance/broken/`` whose mistake a live or slurm
+step catches, and for one that the static phase catches (the render tier runs every broken file's
+static phase: tests/render/test_conformance_static.py).
 
 Each broken file says in its header what must be caught (``tests/conformance_cases.py``). Every
 run writes JUnit XML, read back here with junitparser, as a CI system reads it.
@@ -73,7 +75,30 @@ def test_every_broken_case_of_the_issue_has_a_file() -> None:
     }
 
 
-@pytest.mark.parametrize("broken", BROKEN, ids=[p.stem for p in BROKEN])
+def _needs_the_command(path: Path) -> bool:
+    """Whether a broken file's mistake shows only past the static phase (live, slurm), or it is
+    :data:`STATIC_THROUGH_THE_COMMAND`: the render tier runs every file's static phase
+    (tests/render/test_conformance_static.py), so a static mistake is proved there once and here
+    once more through the command, its exit status, JUnit XML and terminal report."""
+    steps = expectations(path).steps
+    return path.stem == STATIC_THROUGH_THE_COMMAND or any(
+        not step.startswith("static/") for step in steps
+    )
+
+
+STATIC_THROUGH_THE_COMMAND = "no-default-partition"
+"""The broken file whose static mistake this tier also runs through the whole command."""
+BY_THE_COMMAND = [p for p in BROKEN if _needs_the_command(p)]
+
+
+def test_the_command_runs_a_static_and_every_later_broken_case() -> None:
+    """The selection above keeps the one static case and every case a later phase catches."""
+    assert any(p.stem == STATIC_THROUGH_THE_COMMAND for p in BY_THE_COMMAND)
+    later = [p for p in BROKEN if any(not s.startswith("static/") for s in expectations(p).steps)]
+    assert later and set(later) < set(BY_THE_COMMAND)
+
+
+@pytest.mark.parametrize("broken", BY_THE_COMMAND, ids=[p.stem for p in BY_THE_COMMAND])
 def test_a_broken_values_file_fails_naming_the_values_path(broken: Path, tmp_path: Path) -> None:
     expected = expectations(broken)
     run = conformance(tmp_path, "-f", str(broken), *expected.args)
