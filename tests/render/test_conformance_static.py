@@ -81,9 +81,10 @@ def test_broken_values_fail_at_their_step_and_path(path: Path, tmp_path: Path) -
 def test_the_static_phase_alone_passes_and_builds_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--phases static`` on values whose static steps all pass exits 0; the live and slurm
-    phases are reported as not run (JUnit: skipped, not failed), and nothing of theirs is built:
-    every builder of the control plane, the operator and the Slurm chroot raises if called."""
+    """``--phases static`` on values whose static steps all pass exits 0; the live, slurm and
+    pods phases are reported as not run (JUnit: skipped, not failed), and nothing of theirs is
+    built: every builder of the control plane, the operator and the Slurm chroot raises if
+    called."""
 
     def no_build(*_: object, **__: object) -> object:
         raise AssertionError("--phases static built a control plane, the operator or a chroot")
@@ -102,10 +103,12 @@ def test_the_static_phase_alone_passes_and_builds_nothing(
     assert code == 0, out
     assert "live: not run (left out with --phases)" in out
     assert "slurm: not run (left out with --phases)" in out
+    assert "pods: not run (left out with --phases)" in out
     assert "0 failed, 0 skipped" in out
     xml = JUnitXml.fromfile(str(junit))
-    assert xml.failures == 0 and xml.skipped == 2, out
-    assert {s.name for s in xml} == {"conformance.static", "conformance.live", "conformance.slurm"}
+    assert xml.failures == 0 and xml.skipped == 3, out
+    phases = {"conformance.static", "conformance.live", "conformance.slurm", "conformance.pods"}
+    assert {s.name for s in xml} == phases
 
 
 def _schema_step(tmp_path: Path, text: str) -> StepResult:
